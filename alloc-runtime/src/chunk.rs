@@ -1,0 +1,223 @@
+//! Chunks and the page heap.
+//!
+//! Memory comes from the OS in chunks of [`CHUNK_SIZE`] bytes aligned to their size, so the chunk
+//! of any block is found by masking its address, and its span by one load from the chunk's page
+//! map: O(1), no lock. A chunk starts with its header (the page map and one span descriptor per
+//! page); the rest is [`PAGE_SIZE`] pages handed out in runs by the page heap, a first-fit
+//! allocator over a per-chunk bitmap behind one lock. Spans are a few pages and are recycled by
+//! the thread heaps and central pools before they come back here, so this lock is off the hot
+//! paths.
+
+use core::cell::Cell;
+use core::ptr;
+
+use crate::lock::SpinLock;
+use crate::os;
+use crate::size_class::{PAGE_SHIFT, PAGE_SIZE};
+use crate::span::{Span, STATE_FREE};
+
+/// log2 of the chunk size.
+pub(crate) const CHUNK_SHIFT: usize = 22;
+/// Bytes per chunk (4 MiB), also the chunk alignment.
+pub(crate) const CHUNK_SIZE: usize = 1 << CHUNK_SHIFT;
+/// Pages per chunk, header included.
+pub(crate) const PAGES_PER_CHUNK: usize = CHUNK_SIZE / PAGE_SIZE;
+const WORDS: usize = PAGES_PER_CHUNK / 64;
+
+/// A chunk header. Lives at the start of its chunk; all-zero bytes are a valid empty header.
+#[repr(C)]
+pub(crate) struct Chunk {
+    /// For each page, the descriptor of the span covering it (null when free or header).
+    page_span: [Cell<*mut Span>; PAGES_PER_CHUNK],
+    /// One descriptor per page; a span uses the one of its first page.
+    spans: [Span; PAGES_PER_CHUNK],
+    /// 1 = page free (protected by the page-heap lock).
+    free_bits: [Cell<u64>; WORDS],
+    /// 1 = page written since it was mapped (protected by the page-heap lock).
+    dirty_bits: [Cell<u64>; WORDS],
+    /// Free pages in this chunk (protected by the page-heap lock).
+    free_pages: Cell<usize>,
+    /// Next chunk in the page heap's list (protected by the page-heap lock).
+    next: Cell<*mut Chunk>,
+}
+
+/// Pages taken by the chunk header.
+pub(crate) const HEADER_PAGES: usize = core::mem::size_of::<Chunk>().div_ceil(PAGE_SIZE);
+/// Pages per chunk available for spans.
+pub(crate) const USABLE_PAGES: usize = PAGES_PER_CHUNK - HEADER_PAGES;
+
+const _: () = assert!(HEADER_PAGES < PAGES_PER_CHUNK / 8);
+
+/// The span holding `p`.
+///
+/// # Safety
+/// `p` must point into a span handed out by the page heap (a block this allocator returned).
+#[inline(always)]
+pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
+    let addr = p as usize;
+    let chunk = (addr & !(CHUNK_SIZE - 1)) as *const Chunk;
+    let page = (addr & (CHUNK_SIZE - 1)) >> PAGE_SHIFT;
+    // SAFETY: `p` is inside a live span, so its chunk header is mapped and the page-map entry
+    // was written (under the page-heap lock) before the block was handed out.
+    unsafe { (*chunk).page_span.get_unchecked(page).get() }
+}
+
+struct PageHeap {
+    chunks: *mut Chunk,
+}
+
+// SAFETY: the raw chunk list is only touched under the page-heap lock.
+unsafe impl Send for PageHeap {}
+
+static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
+    chunks: ptr::null_mut(),
+});
+
+#[inline]
+fn bit(words: &[Cell<u64>; WORDS], i: usize) -> bool {
+    words[i / 64].get() >> (i % 64) & 1 == 1
+}
+
+fn set_range(words: &[Cell<u64>; WORDS], start: usize, n: usize, value: bool) {
+    for i in start..start + n {
+        let w = &words[i / 64];
+        let m = 1u64 << (i % 64);
+        w.set(if value { w.get() | m } else { w.get() & !m });
+    }
+}
+
+fn all_clear(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> bool {
+    (start..start + n).all(|i| !bit(words, i))
+}
+
+/// First run of `n` free pages in `c`.
+fn find_run(c: &Chunk, n: usize) -> Option<usize> {
+    let mut run = 0;
+    let mut start = 0;
+    let mut i = HEADER_PAGES;
+    while i < PAGES_PER_CHUNK {
+        let w = c.free_bits[i / 64].get() >> (i % 64);
+        if w == 0 {
+            // The rest of this word is in use.
+            run = 0;
+            i = (i / 64 + 1) * 64;
+            continue;
+        }
+        if w & 1 == 1 {
+            if run == 0 {
+                start = i;
+            }
+            run += 1;
+            if run == n {
+                return Some(start);
+            }
+        } else {
+            run = 0;
+        }
+        i += 1;
+    }
+    None
+}
+
+fn new_chunk() -> Option<*mut Chunk> {
+    let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
+    // SAFETY: fresh zeroed memory large enough for the header; all-zero is a valid header.
+    let c = unsafe { &*base };
+    set_range(&c.free_bits, HEADER_PAGES, USABLE_PAGES, true);
+    c.free_pages.set(USABLE_PAGES);
+    Some(base)
+}
+
+/// A run of pages from the page heap, described by the span descriptor of its first page.
+pub(crate) struct PageRun {
+    /// The descriptor; its `start` and `npages` are set, its other fields are stale.
+    pub(crate) span: *mut Span,
+    /// The pages had never been written (they read zero).
+    pub(crate) zero: bool,
+}
+
+/// Takes `npages` contiguous pages. Returns `None` when the OS refuses more memory.
+pub(crate) fn alloc_pages(npages: usize) -> Option<PageRun> {
+    debug_assert!((1..=USABLE_PAGES).contains(&npages));
+    let mut ph = PAGE_HEAP.lock();
+    let mut c = ph.chunks;
+    let (chunk, first) = loop {
+        if c.is_null() {
+            let nc = new_chunk()?;
+            // SAFETY: `nc` is a fresh header; the list is protected by the lock we hold.
+            unsafe { (*nc).next.set(ph.chunks) };
+            ph.chunks = nc;
+            // SAFETY: as above.
+            let first = find_run(unsafe { &*nc }, npages).expect("fresh chunk has room");
+            break (nc, first);
+        }
+        // SAFETY: every chunk on the list is a live header, protected by the lock.
+        let cr = unsafe { &*c };
+        if cr.free_pages.get() >= npages {
+            if let Some(first) = find_run(cr, npages) {
+                break (c, first);
+            }
+        }
+        c = cr.next.get();
+    };
+    // SAFETY: `chunk` is a live header and we hold the page-heap lock.
+    let cr = unsafe { &*chunk };
+    set_range(&cr.free_bits, first, npages, false);
+    cr.free_pages.set(cr.free_pages.get() - npages);
+    let zero = all_clear(&cr.dirty_bits, first, npages);
+    set_range(&cr.dirty_bits, first, npages, true);
+    let span = &cr.spans[first] as *const Span as *mut Span;
+    for p in first..first + npages {
+        cr.page_span[p].set(span);
+    }
+    // SAFETY: the descriptor belongs to pages we now own.
+    let s = unsafe { &*span };
+    debug_assert_eq!(
+        s.state.load(core::sync::atomic::Ordering::Relaxed),
+        STATE_FREE
+    );
+    s.start.set((chunk as usize + first * PAGE_SIZE) as *mut u8);
+    s.npages.set(npages as u32);
+    drop(ph);
+    Some(PageRun { span, zero })
+}
+
+/// Returns a span's pages to the page heap.
+///
+/// # Safety
+/// The span must have come from [`alloc_pages`], hold no live block, and be on no list; nothing
+/// may use it afterwards.
+pub(crate) unsafe fn free_pages(span: *mut Span) {
+    // SAFETY: guaranteed by the caller.
+    let s = unsafe { &*span };
+    let start = s.start.get() as usize;
+    let chunk = (start & !(CHUNK_SIZE - 1)) as *const Chunk;
+    let first = (start - chunk as usize) >> PAGE_SHIFT;
+    let n = s.npages.get() as usize;
+    s.state
+        .store(STATE_FREE, core::sync::atomic::Ordering::Relaxed);
+    let _ph = PAGE_HEAP.lock();
+    // SAFETY: the chunk header is live; the lock protects its bitmaps.
+    let cr = unsafe { &*chunk };
+    debug_assert!(all_clear(&cr.free_bits, first, n), "double free of pages");
+    for p in first..first + n {
+        cr.page_span[p].set(ptr::null_mut());
+    }
+    set_range(&cr.free_bits, first, n, true);
+    cr.free_pages.set(cr.free_pages.get() + n);
+}
+
+/// Page-heap totals: (chunks, free pages).
+pub(crate) fn page_heap_totals() -> (usize, usize) {
+    let ph = PAGE_HEAP.lock();
+    let mut c = ph.chunks;
+    let (mut chunks, mut free) = (0, 0);
+    while !c.is_null() {
+        // SAFETY: chunks on the list are live; we hold the lock.
+        let cr = unsafe { &*c };
+        chunks += 1;
+        free += cr.free_pages.get();
+        c = cr.next.get();
+    }
+    (chunks, free)
+}

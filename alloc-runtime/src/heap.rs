@@ -1,0 +1,841 @@
+//! Thread heaps: the per-thread cache in front of the central pools and the page heap.
+//!
+//! Each thread allocates from its own *current* span per class: the fast path is a thread-local
+//! load, two dependent loads and a branch, with no atomic and no lock. Frees of blocks whose span
+//! this thread owns are a push on that span's free list, again without atomics. Everything else
+//! (refilling, collecting remote frees, moving spans between lists, thread exit) is on the slow
+//! path, out of line.
+//!
+//! Span lists of a heap, per class:
+//! - *current*: the span allocated from; pinned (`used` holds one extra count) so it is never
+//!   given back while current, which keeps an alloc/free loop from thrashing the page heap;
+//! - *partial*: owned spans with free blocks;
+//! - *full* (one list for all classes): owned spans parked with no free block. Their owner word
+//!   carries [`OWNER_FULL`], so a local free goes to the slow path to move them back to partial,
+//!   and they ask for a notification of their next remote free (see [`crate::remote`]).
+//!
+//! A span whose last block is freed goes back to the page heap. When a thread exits, its spans
+//! that still hold live blocks go to the central pool of their class, owned by nobody; a later
+//! refill of that class adopts them. Remote frees keep working throughout: they only touch the
+//! span's atomic remote list.
+
+use core::cell::Cell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crate::chunk::{self, span_of};
+use crate::lock::SpinLock;
+use crate::remote;
+use crate::size_class::{class_pages, class_size, NUM_CLASSES};
+use crate::span::{empty_span, Block, ListTag, Span, EMPTY_SPAN, OWNER_FULL, STATE_SMALL};
+use crate::stats;
+
+/// Per-class state of a heap, laid out so the fast path touches one cache line.
+#[repr(C)]
+pub(crate) struct ClassCache {
+    /// The span allocated from ([`empty_span`] when none).
+    pub(crate) current: Cell<*mut Span>,
+    /// Allocations of this class by this heap (owner writes, anyone reads).
+    pub(crate) allocs: AtomicU64,
+    /// Frees of this class by this heap, local and remote.
+    pub(crate) frees: AtomicU64,
+    /// Head of the partial list.
+    partial: Cell<*mut Span>,
+}
+
+/// A thread heap.
+#[repr(C)]
+pub(crate) struct Heap {
+    pub(crate) classes: [ClassCache; NUM_CLASSES],
+    /// Head of the full list (all classes).
+    full: Cell<*mut Span>,
+    /// Blocks other threads delivered because their span was parked full (see `remote`).
+    pub(crate) delayed: AtomicUsize,
+    /// Blocks this heap's thread freed into spans it does not own.
+    pub(crate) remote_frees: AtomicU64,
+    /// Next heap in the registry of all heaps (written once, before publication).
+    all_next: Cell<*mut Heap>,
+    /// Next heap in the pool of unused heaps.
+    pool_next: Cell<*mut Heap>,
+    /// A thread is using this heap.
+    pub(crate) active: AtomicBool,
+}
+
+impl Heap {
+    const fn new(empty: *mut Span) -> Heap {
+        Heap {
+            classes: [const {
+                ClassCache {
+                    current: Cell::new(ptr::null_mut()),
+                    allocs: AtomicU64::new(0),
+                    frees: AtomicU64::new(0),
+                    partial: Cell::new(ptr::null_mut()),
+                }
+            }; NUM_CLASSES],
+            full: Cell::new(ptr::null_mut()),
+            delayed: AtomicUsize::new(0),
+            remote_frees: AtomicU64::new(0),
+            all_next: Cell::new(ptr::null_mut()),
+            pool_next: Cell::new(ptr::null_mut()),
+            active: AtomicBool::new(false),
+        }
+        .with_current(empty)
+    }
+
+    /// Points every class at the sentinel span.
+    const fn with_current(mut self, empty: *mut Span) -> Heap {
+        let mut j = 0;
+        while j < NUM_CLASSES {
+            self.classes[j].current = Cell::new(empty);
+            j += 1;
+        }
+        self
+    }
+}
+
+/// A heap that may live in a `static`.
+#[repr(transparent)]
+struct SyncHeap(Heap);
+// SAFETY: the sentinel heap is never written: every class's current span is the sentinel span,
+// whose free list is empty, so allocation leaves the fast path before writing, and no span's
+// owner word ever holds the sentinel's address, so frees never treat it as their owner.
+unsafe impl Sync for SyncHeap {}
+
+/// The heap of threads that have not allocated yet (or have exited).
+static EMPTY_HEAP: SyncHeap = SyncHeap(Heap::new(&EMPTY_SPAN.0 as *const Span as *mut Span));
+
+#[inline(always)]
+fn empty_heap() -> *mut Heap {
+    &EMPTY_HEAP.0 as *const Heap as *mut Heap
+}
+
+thread_local! {
+    /// This thread's heap; the sentinel until the first slow-path allocation.
+    static HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
+}
+
+/// This thread's heap (the sentinel if it has none).
+#[inline(always)]
+pub(crate) fn current_heap() -> *mut Heap {
+    HEAP.with(|h| h.get())
+}
+
+/// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.
+#[inline(always)]
+fn inc(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast paths
+// ---------------------------------------------------------------------------------------------
+
+/// Allocates a block of `class` (not zeroed). Null only when the OS refuses memory.
+#[inline(always)]
+pub(crate) fn alloc_small(class: usize) -> *mut u8 {
+    let heap = current_heap();
+    // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and the
+    // fast path writes only after finding a block, which the sentinel never has. The current span
+    // is owned by this heap (or is the sentinel), so its free list is ours to pop.
+    unsafe {
+        let cc = (*heap).classes.get_unchecked(class);
+        let span = &*cc.current.get();
+        let b = span.free.get();
+        if b.is_null() {
+            return alloc_slow(class, None);
+        }
+        span.free.set((*b).next);
+        span.used.set(span.used.get() + 1);
+        inc(&cc.allocs);
+        b.cast()
+    }
+}
+
+/// Allocates a block of `class` whose first `size` bytes read zero.
+#[inline(always)]
+pub(crate) fn alloc_small_zeroed(class: usize, size: usize) -> *mut u8 {
+    let heap = current_heap();
+    // SAFETY: as in `alloc_small`; the block is ours once popped, so we may clear it.
+    unsafe {
+        let cc = (*heap).classes.get_unchecked(class);
+        let span = &*cc.current.get();
+        let b = span.free.get();
+        if b.is_null() {
+            return alloc_slow(class, Some(size));
+        }
+        let fresh = span.free_zero.get();
+        span.free.set((*b).next);
+        span.used.set(span.used.get() + 1);
+        inc(&cc.allocs);
+        clear_block(b.cast(), size, fresh);
+        b.cast()
+    }
+}
+
+/// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
+/// span only has its link word to clear.
+///
+/// # Safety
+/// `p` is a block of at least `size` bytes (and at least 8) that the caller owns.
+#[inline(always)]
+unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
+    if fresh {
+        // SAFETY: the block is ours and at least one word long.
+        unsafe { (p as *mut usize).write(0) };
+    } else {
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { ptr::write_bytes(p, 0, size) };
+    }
+}
+
+/// Frees a small block.
+///
+/// # Safety
+/// `p` must be a live block returned by a small-class allocation of this allocator.
+#[inline(always)]
+pub(crate) unsafe fn free_small(p: *mut u8) {
+    let heap = current_heap();
+    // SAFETY: `p` is a live small block, so its span descriptor is valid.
+    let span = unsafe { &*span_of(p) };
+    if span.owner_word() != heap as usize {
+        // SAFETY: forwarded from our caller.
+        return unsafe { free_slow(heap, span, p) };
+    }
+    // SAFETY: this heap owns the span (owner word, untagged), so its free list and counters are
+    // ours; `p` is one of its blocks and is no longer in use.
+    unsafe {
+        span.push_local(p.cast());
+        let used = span.used.get() - 1;
+        span.used.set(used);
+        inc(&(*heap)
+            .classes
+            .get_unchecked(span.class.get() as usize)
+            .frees);
+        if used == 0 {
+            span_emptied(&*heap, span);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slow paths
+// ---------------------------------------------------------------------------------------------
+
+/// Refills `class` and allocates from it; `zero` carries the byte count to clear, if any.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_slow(class: usize, zero: Option<usize>) -> *mut u8 {
+    let mut heap = current_heap();
+    if heap == empty_heap() {
+        heap = match init_heap() {
+            Some(h) => h,
+            None => return ptr::null_mut(),
+        };
+    }
+    // SAFETY: `heap` is this thread's live heap.
+    let h = unsafe { &*heap };
+    // SAFETY: `h` is this thread's heap.
+    unsafe { process_delayed(h) };
+    let Some(span) = (unsafe { refill(h, class) }) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: `refill` made `span` current with a block on its free list.
+    unsafe {
+        let s = &*span;
+        let b = s.free.get();
+        debug_assert!(!b.is_null());
+        let fresh = s.free_zero.get();
+        s.free.set((*b).next);
+        s.used.set(s.used.get() + 1);
+        inc(&h.classes[class].allocs);
+        if let Some(size) = zero {
+            clear_block(b.cast(), size, fresh);
+        }
+        b.cast()
+    }
+}
+
+/// Makes sure `class` has a current span with a free block, and returns it.
+///
+/// # Safety
+/// `h` is this thread's heap.
+unsafe fn refill(h: &Heap, class: usize) -> Option<*mut Span> {
+    let cc = &h.classes[class];
+    let cur = cc.current.get();
+    if cur != empty_span() {
+        // SAFETY: the current span is owned by `h`.
+        let s = unsafe { &*cur };
+        if s.free.get().is_null() {
+            collect_remote(s);
+        }
+        // SAFETY: we own `s` and its free list is empty when `extend` runs.
+        if !s.free.get().is_null() || unsafe { s.extend() } {
+            return Some(cur);
+        }
+        // SAFETY: `s` is `h`'s current span.
+        unsafe { retire_current(h, class, s) };
+    }
+    // Owned partial spans first.
+    loop {
+        let p = cc.partial.get();
+        if p.is_null() {
+            break;
+        }
+        // SAFETY: spans on our partial list are owned by `h`.
+        let s = unsafe { &*p };
+        unlink(&cc.partial, s);
+        make_current(h, class, s);
+        if s.free.get().is_null() {
+            collect_remote(s);
+        }
+        // SAFETY: we own `s`; `extend` runs only with an empty free list.
+        if !s.free.get().is_null() || unsafe { s.extend() } {
+            return Some(p);
+        }
+        // SAFETY: `s` is current.
+        unsafe { retire_current(h, class, s) };
+    }
+    // Spans abandoned by exited threads.
+    for _ in 0..8 {
+        let Some(p) = central_pop(class) else { break };
+        // SAFETY: popped from the central pool, the span is now ours alone.
+        let s = unsafe { &*p };
+        s.owner.store(h as *const Heap as usize, Ordering::Relaxed);
+        collect_remote(s);
+        make_current(h, class, s);
+        if s.has_local_free() {
+            if s.free.get().is_null() {
+                // SAFETY: we own `s` and its free list is empty.
+                unsafe { s.extend() };
+            }
+            return Some(p);
+        }
+        // SAFETY: `s` is current.
+        unsafe { retire_current(h, class, s) };
+    }
+    // A new span from the page heap.
+    let run = chunk::alloc_pages(class_pages(class))?;
+    // SAFETY: the page heap gave us this descriptor and its pages.
+    let s = unsafe { &*run.span };
+    setup_small(s, class, run.zero);
+    s.owner.store(h as *const Heap as usize, Ordering::Relaxed);
+    make_current(h, class, s);
+    // SAFETY: a fresh span has an empty free list and a non-empty bump region.
+    let ok = unsafe { s.extend() };
+    debug_assert!(ok);
+    Some(run.span)
+}
+
+/// Initialises a descriptor for a fresh span of `class`.
+fn setup_small(s: &Span, class: usize, zero: bool) {
+    let size = class_size(class);
+    let start = s.start.get();
+    let n = s.npages.get() as usize * crate::size_class::PAGE_SIZE / size;
+    s.free.set(ptr::null_mut());
+    s.used.set(0);
+    s.free_zero.set(false);
+    s.class.set(class as u8);
+    s.set_tag(ListTag::None);
+    s.bump_zero.set(zero);
+    s.remote.store(0, Ordering::Relaxed);
+    s.bump.set(start);
+    // SAFETY: `n` whole blocks fit in the span.
+    s.end.set(unsafe { start.add(n * size) });
+    s.next.set(ptr::null_mut());
+    s.prev.set(ptr::null_mut());
+    s.large_size.set(0);
+    s.state.store(STATE_SMALL, Ordering::Relaxed);
+    stats::SPANS[class].fetch_add(1, Ordering::Relaxed);
+}
+
+fn make_current(h: &Heap, class: usize, s: &Span) {
+    debug_assert_eq!(s.class.get() as usize, class);
+    s.owner.store(h as *const Heap as usize, Ordering::Relaxed);
+    s.set_tag(ListTag::Current);
+    s.used.set(s.used.get() + 1); // pin
+    h.classes[class].current.set(s as *const Span as *mut Span);
+}
+
+/// Stops allocating from `h`'s current span of `class`, which has no free block.
+///
+/// # Safety
+/// `s` is `h`'s current span of `class`, with an empty free list.
+unsafe fn retire_current(h: &Heap, class: usize, s: &Span) {
+    h.classes[class].current.set(empty_span());
+    s.set_tag(ListTag::None);
+    let used = s.used.get() - 1; // unpin
+    s.used.set(used);
+    if used == 0 {
+        // SAFETY: no live block, on no list.
+        unsafe { release_span(s) };
+        return;
+    }
+    park_full(h, s);
+}
+
+/// Puts an owned span with no free block on the full list and asks for a remote-free
+/// notification.
+fn park_full(h: &Heap, s: &Span) {
+    debug_assert!(s.free.get().is_null());
+    s.owner
+        .store(h as *const Heap as usize | OWNER_FULL, Ordering::Relaxed);
+    s.set_tag(ListTag::Full);
+    push_front(&h.full, s);
+    remote::set_notify(&s.remote);
+    // A remote free that landed before the request would otherwise wait for the next one.
+    if s.remote.load(Ordering::Acquire) & !remote::STATE_MASK != 0 {
+        unpark(h, s);
+        collect_remote(s);
+    }
+}
+
+/// Moves a span from the full list to the partial list.
+fn unpark(h: &Heap, s: &Span) {
+    debug_assert_eq!(s.tag(), ListTag::Full);
+    remote::clear_notify(&s.remote);
+    unlink(&h.full, s);
+    s.owner.store(h as *const Heap as usize, Ordering::Relaxed);
+    s.set_tag(ListTag::Partial);
+    push_front(&h.classes[s.class.get() as usize].partial, s);
+}
+
+/// Takes the span's remote list onto its local free list. Returns how many blocks came.
+fn collect_remote(s: &Span) -> u32 {
+    let head = remote::take_remote(&s.remote);
+    if head == 0 {
+        return 0;
+    }
+    let mut n = 1u32;
+    let mut tail = head;
+    loop {
+        // SAFETY: the list was published with Release and taken with Acquire; its blocks are
+        // free blocks of `s`, now ours.
+        let next = unsafe { remote::link_of(tail) };
+        if next == 0 {
+            break;
+        }
+        tail = next;
+        n += 1;
+    }
+    // SAFETY: `tail` is a block we own.
+    unsafe { (*(tail as *mut Block)).next = s.free.get() };
+    s.free.set(head as *mut Block);
+    s.free_zero.set(false);
+    debug_assert!(s.used.get() >= n);
+    s.used.set(s.used.get() - n);
+    n
+}
+
+/// A free brought an owned, non-current span's count of used blocks to zero.
+#[cold]
+#[inline(never)]
+unsafe fn span_emptied(h: &Heap, s: &Span) {
+    match s.tag() {
+        ListTag::Partial => unlink(&h.classes[s.class.get() as usize].partial, s),
+        ListTag::Full => unlink(&h.full, s),
+        t => {
+            debug_assert!(false, "emptied span on list {t:?}");
+            return;
+        }
+    }
+    s.set_tag(ListTag::None);
+    // SAFETY: no live block, and we just took it off its list.
+    unsafe { release_span(s) };
+}
+
+/// Gives an empty span's pages back to the page heap.
+///
+/// # Safety
+/// The caller owns `s`, which holds no live block and is on no list.
+unsafe fn release_span(s: &Span) {
+    debug_assert_eq!(s.used.get(), 0);
+    // A thread may still be finishing a notification of this span (its block already arrived);
+    // wait for it, so that it does not touch the descriptor after reuse.
+    remote::quiesce(&s.remote);
+    debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
+    s.owner.store(0, Ordering::Relaxed);
+    stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
+    // SAFETY: guaranteed by the caller.
+    unsafe { chunk::free_pages(s as *const Span as *mut Span) };
+}
+
+/// Frees `p` into a span whose owner word is not exactly `heap`.
+///
+/// # Safety
+/// `p` is a live small block of `span`.
+#[cold]
+#[inline(never)]
+unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
+    let class = span.class.get() as usize;
+    if heap != empty_heap() && span.owner_word() == heap as usize | OWNER_FULL {
+        // SAFETY: `heap` is this thread's live heap and owns the span.
+        let h = unsafe { &*heap };
+        unpark(h, span);
+        // SAFETY: we own the span; `p` is one of its blocks.
+        unsafe { span.push_local(p.cast()) };
+        let used = span.used.get() - 1;
+        span.used.set(used);
+        inc(&h.classes[class].frees);
+        if used == 0 {
+            // SAFETY: as above.
+            unsafe { span_emptied(h, span) };
+        }
+        return;
+    }
+    // SAFETY: `p` is a live small block of `span`.
+    let done = span.owner_word() == 0 && unsafe { free_to_central(class, span, p) };
+    // SAFETY: `p` is a live block of `span`, freed once; the owner (if any) keeps its heap alive
+    // while the span is NOTIFYING (it quiesces before leaving).
+    if !done {
+        unsafe {
+            remote::free_remote(&span.remote, &span.owner, p as usize, |hp| {
+                &(*(hp as *const Heap)).delayed
+            });
+        }
+    }
+    if heap != empty_heap() {
+        // SAFETY: `heap` is this thread's live heap.
+        let h = unsafe { &*heap };
+        inc(&h.remote_frees);
+        inc(&h.classes[class].frees);
+    } else {
+        stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
+        stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Takes back the blocks other threads delivered to `h` (see `remote`).
+///
+/// # Safety
+/// `h` is this thread's heap.
+unsafe fn process_delayed(h: &Heap) {
+    let mut b = remote::take_delayed(&h.delayed);
+    while b != 0 {
+        // SAFETY: the delayed list was published with Release and taken with Acquire; its
+        // blocks are free blocks of spans `h` owns (a notification is only claimed while the
+        // span is parked on `h`'s full list, and `h` does not give spans away before it
+        // quiesces them).
+        unsafe {
+            let next = remote::link_of(b);
+            let s = &*span_of(b as *const u8);
+            if s.tag() == ListTag::Full {
+                unpark(h, s);
+            }
+            s.push_local(b as *mut Block);
+            let used = s.used.get() - 1;
+            s.used.set(used);
+            if used == 0 {
+                span_emptied(h, s);
+            }
+            b = next;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lists
+// ---------------------------------------------------------------------------------------------
+
+fn push_front(head: &Cell<*mut Span>, s: &Span) {
+    let sp = s as *const Span as *mut Span;
+    let old = head.get();
+    s.prev.set(ptr::null_mut());
+    s.next.set(old);
+    if !old.is_null() {
+        // SAFETY: list members are live descriptors owned by the list's owner (us).
+        unsafe { (*old).prev.set(sp) };
+    }
+    head.set(sp);
+}
+
+fn unlink(head: &Cell<*mut Span>, s: &Span) {
+    let prev = s.prev.get();
+    let next = s.next.get();
+    if prev.is_null() {
+        debug_assert_eq!(head.get(), s as *const Span as *mut Span);
+        head.set(next);
+    } else {
+        // SAFETY: list members are live descriptors owned by the list's owner (us).
+        unsafe { (*prev).next.set(next) };
+    }
+    if !next.is_null() {
+        // SAFETY: as above.
+        unsafe { (*next).prev.set(prev) };
+    }
+    s.next.set(ptr::null_mut());
+    s.prev.set(ptr::null_mut());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Central pools
+// ---------------------------------------------------------------------------------------------
+
+struct Central {
+    head: Cell<*mut Span>,
+    len: usize,
+}
+// SAFETY: the list is only touched under its lock.
+unsafe impl Send for Central {}
+
+static CENTRAL: [SpinLock<Central>; NUM_CLASSES] = [const {
+    SpinLock::new(Central {
+        head: Cell::new(ptr::null_mut()),
+        len: 0,
+    })
+}; NUM_CLASSES];
+
+/// Frees `p` into an abandoned span, acting as its owner under the central lock, so that spans
+/// of exited threads go back to the page heap as soon as their last block is freed. Returns
+/// false (and does nothing) if the span has been adopted meanwhile.
+///
+/// # Safety
+/// `p` is a live small block of `s`, of class `class`.
+unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool {
+    let mut c = CENTRAL[class].lock();
+    if s.tag() != ListTag::Central {
+        return false;
+    }
+    // SAFETY: a span in the central pool is owned by whoever holds its lock: us.
+    unsafe { s.push_local(p.cast()) };
+    s.used.set(s.used.get() - 1);
+    collect_remote(s);
+    if s.used.get() == 0 {
+        unlink(&c.head, s);
+        c.len -= 1;
+        drop(c);
+        s.set_tag(ListTag::None);
+        // SAFETY: no live block, off every list, and nobody else can reach it.
+        unsafe { release_span(s) };
+    }
+    true
+}
+
+fn central_push(class: usize, s: &Span) {
+    s.owner.store(0, Ordering::Relaxed);
+    s.set_tag(ListTag::Central);
+    let mut c = CENTRAL[class].lock();
+    push_front(&c.head, s);
+    c.len += 1;
+}
+
+fn central_pop(class: usize) -> Option<*mut Span> {
+    let mut c = CENTRAL[class].lock();
+    let p = c.head.get();
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: central members are live descriptors protected by the lock.
+    let s = unsafe { &*p };
+    unlink(&c.head, s);
+    s.set_tag(ListTag::None);
+    c.len -= 1;
+    Some(p)
+}
+
+/// Spans in the central pool of each class.
+pub(crate) fn central_lens() -> [usize; NUM_CLASSES] {
+    core::array::from_fn(|c| CENTRAL[c].lock().len)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heap lifecycle
+// ---------------------------------------------------------------------------------------------
+
+struct HeapPool {
+    /// Unused heaps.
+    free: *mut Heap,
+    /// Every heap ever made (linked through `all_next`).
+    all: *mut Heap,
+    /// Unused space of the current metadata mapping.
+    arena: usize,
+    arena_end: usize,
+}
+// SAFETY: only touched under its lock.
+unsafe impl Send for HeapPool {}
+
+static HEAPS: SpinLock<HeapPool> = SpinLock::new(HeapPool {
+    free: ptr::null_mut(),
+    all: ptr::null_mut(),
+    arena: 0,
+    arena_end: 0,
+});
+
+/// Every heap ever made: the head of the registry (members are never freed).
+pub(crate) fn all_heaps() -> *mut Heap {
+    HEAPS.lock().all
+}
+
+/// The next heap of the registry.
+///
+/// # Safety
+/// `h` is a heap from [`all_heaps`] or this function.
+pub(crate) unsafe fn next_heap(h: *mut Heap) -> *mut Heap {
+    // SAFETY: registry members are never freed and `all_next` is written before publication.
+    unsafe { (*h).all_next.get() }
+}
+
+const HEAP_ARENA: usize = 256 * 1024;
+
+fn new_heap() -> Option<*mut Heap> {
+    let mut pool = HEAPS.lock();
+    if !pool.free.is_null() {
+        let h = pool.free;
+        // SAFETY: pooled heaps are live and protected by the lock.
+        pool.free = unsafe { (*h).pool_next.get() };
+        return Some(h);
+    }
+    let size = core::mem::size_of::<Heap>().next_multiple_of(64);
+    if pool.arena + size > pool.arena_end {
+        let m = crate::os::map(HEAP_ARENA)?.as_ptr() as usize;
+        pool.arena = m;
+        pool.arena_end = m + HEAP_ARENA;
+    }
+    let h = pool.arena as *mut Heap;
+    pool.arena += size;
+    // SAFETY: `h` is fresh, suitably aligned (64) memory of the right size.
+    unsafe {
+        h.write(Heap::new(empty_span()));
+        (*h).all_next.set(pool.all);
+    }
+    pool.all = h;
+    Some(h)
+}
+
+/// Gives this thread a heap and registers its exit hook.
+#[cold]
+fn init_heap() -> Option<*mut Heap> {
+    let key = thread_key()?;
+    let h = new_heap()?;
+    // SAFETY: `h` is a live heap nobody else uses.
+    unsafe { (*h).active.store(true, Ordering::Relaxed) };
+    HEAP.with(|c| c.set(h));
+    // SAFETY: `key` is a valid key; a non-null value makes the destructor run at thread exit.
+    unsafe { libc::pthread_setspecific(key, h.cast()) };
+    Some(h)
+}
+
+static KEY: AtomicUsize = AtomicUsize::new(0);
+static KEY_LOCK: SpinLock<()> = SpinLock::new(());
+
+/// The pthread key whose destructor tears a thread's heap down (created on first use).
+fn thread_key() -> Option<libc::pthread_key_t> {
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Some((k - 1) as libc::pthread_key_t);
+    }
+    let _g = KEY_LOCK.lock();
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Some((k - 1) as libc::pthread_key_t);
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
+    if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } != 0 {
+        return None;
+    }
+    KEY.store(key as usize + 1, Ordering::Release);
+    Some(key)
+}
+
+/// pthread-key destructor: runs after the thread's Rust thread-local destructors.
+unsafe extern "C" fn thread_exit(arg: *mut libc::c_void) {
+    let h = arg as *mut Heap;
+    if h.is_null() {
+        return;
+    }
+    HEAP.with(|c| {
+        if c.get() == h {
+            c.set(empty_heap());
+        }
+    });
+    // SAFETY: `h` was this thread's heap and the thread no longer uses it.
+    unsafe { abandon(&*h) };
+    // SAFETY: `h` is live; the pool takes it back.
+    unsafe { (*h).active.store(false, Ordering::Relaxed) };
+    let mut pool = HEAPS.lock();
+    // SAFETY: as above.
+    unsafe { (*h).pool_next.set(pool.free) };
+    pool.free = h;
+}
+
+/// Gives away every span `h` owns: empty ones to the page heap, the others to the central pools.
+///
+/// # Safety
+/// `h` is a heap no thread will use again without taking it from the pool.
+pub(crate) unsafe fn abandon(h: &Heap) {
+    // 1. No span of ours may be NOTIFY or NOTIFYING: after this, nobody delivers to `h`.
+    for_each_owned(h, |s| remote::quiesce(&s.remote));
+    // 2. Take what was delivered before that.
+    // SAFETY: `h` is still the owner of its spans.
+    unsafe { process_delayed(h) };
+    // 3. Hand every span on.
+    for class in 1..NUM_CLASSES {
+        let cc = &h.classes[class];
+        let cur = cc.current.get();
+        if cur != empty_span() {
+            cc.current.set(empty_span());
+            // SAFETY: owned by `h`.
+            let s = unsafe { &*cur };
+            s.set_tag(ListTag::None);
+            s.used.set(s.used.get() - 1); // unpin
+                                          // SAFETY: on no list, owned.
+            unsafe { give_away(s) };
+        }
+        while !cc.partial.get().is_null() {
+            // SAFETY: list members are owned by `h`.
+            let s = unsafe { &*cc.partial.get() };
+            unlink(&cc.partial, s);
+            s.set_tag(ListTag::None);
+            // SAFETY: on no list, owned.
+            unsafe { give_away(s) };
+        }
+    }
+    while !h.full.get().is_null() {
+        // SAFETY: list members are owned by `h`.
+        let s = unsafe { &*h.full.get() };
+        unlink(&h.full, s);
+        s.set_tag(ListTag::None);
+        // SAFETY: on no list, owned.
+        unsafe { give_away(s) };
+    }
+}
+
+/// Releases an owned span that is on no list: to the page heap if empty, else to its central
+/// pool.
+///
+/// # Safety
+/// The caller owns `s`, which is on no list and quiesced.
+unsafe fn give_away(s: &Span) {
+    collect_remote(s);
+    if s.used.get() == 0 {
+        // SAFETY: no live block, on no list.
+        unsafe { release_span(s) };
+    } else {
+        central_push(s.class.get() as usize, s);
+    }
+}
+
+fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {
+    for class in 1..NUM_CLASSES {
+        let cc = &h.classes[class];
+        let cur = cc.current.get();
+        if cur != empty_span() {
+            // SAFETY: owned by `h`.
+            f(unsafe { &*cur });
+        }
+        let mut p = cc.partial.get();
+        while !p.is_null() {
+            // SAFETY: list members are owned by `h`.
+            let s = unsafe { &*p };
+            f(s);
+            p = s.next.get();
+        }
+    }
+    let mut p = h.full.get();
+    while !p.is_null() {
+        // SAFETY: list members are owned by `h`.
+        let s = unsafe { &*p };
+        f(s);
+        p = s.next.get();
+    }
+}

@@ -1,0 +1,215 @@
+//! The specalloc runtime: a thread-safe, general-purpose size-class allocator.
+//!
+//! Install it as the global allocator:
+//!
+//! ```
+//! #[global_allocator]
+//! static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+//!
+//! let v: Vec<u64> = (0..1000).collect();
+//! assert_eq!(v.iter().sum::<u64>(), 499_500);
+//! ```
+//!
+//! # Design
+//!
+//! Memory flows one way: OS → [page heap](chunk) → central pools → thread heaps → entry points.
+//!
+//! - **Size classes**: Go's 67 classes from 8 B to 32 KiB on 8 KiB pages, as a `const` table with
+//!   a `const fn` lookup ([`size_class`]).
+//! - **Chunks**: 4 MiB mappings aligned to 4 MiB. Masking a pointer finds its chunk header, whose
+//!   page map gives the span: O(1), no lock.
+//! - **Thread heaps**: each thread allocates from its own current span per class, with no atomic
+//!   and no lock on the fast path, and frees into spans it owns the same way.
+//! - **Cross-thread frees** go to the span's atomic remote list and are collected by the owner on
+//!   its slow path; a span parked full asks for a notification of its next remote free.
+//! - **Thread exit**: a pthread-key destructor hands the thread's spans on: empty ones to the page
+//!   heap, the others to their class's central pool, where refills adopt them.
+//! - **Large objects**: up to 1 MiB a page run of the page heap; above, a mapping of their own,
+//!   resized with `mremap`.
+//! - **Statistics**: [`stats()`], per-thread counters merged on read.
+//!
+//! Every failure to get memory from the OS returns null; nothing already handed out is touched.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod chunk;
+mod heap;
+mod large;
+mod lock;
+mod os;
+mod remote;
+pub mod size_class;
+mod span;
+mod stats;
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr;
+
+use size_class::{class_of, class_of_small16, class_size, MAX_SMALL_SIZE, PAGE_SIZE};
+pub use stats::{stats, ClassStats, Stats};
+
+/// The allocator, for `#[global_allocator]`.
+///
+/// ```
+/// use std::alloc::{GlobalAlloc, Layout};
+/// let a = alloc_runtime::SpecAlloc;
+/// let layout = Layout::from_size_align(100, 8).unwrap();
+/// unsafe {
+///     let p = a.alloc_zeroed(layout);
+///     assert!(!p.is_null());
+///     assert_eq!(*p.add(99), 0);
+///     a.dealloc(p, layout);
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpecAlloc;
+
+// SAFETY: every method forwards to the functions below, which return blocks of at least the
+// requested size and alignment, never hand out a block twice, and return null on failure.
+unsafe impl GlobalAlloc for SpecAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        alloc(layout)
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        alloc_zeroed(layout)
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded from the caller.
+        unsafe { realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Whether a layout is served by a size class.
+#[inline(always)]
+fn is_small(size: usize, align: usize) -> bool {
+    size <= MAX_SMALL_SIZE && align <= PAGE_SIZE
+}
+
+/// Allocates a block for `layout` through the generic path (the size class is computed at run
+/// time). Returns null when the OS refuses memory. A zero-sized layout gets a real (16-byte)
+/// block, which must be freed like any other.
+///
+/// ```
+/// use core::alloc::Layout;
+/// let layout = Layout::new::<[u32; 10]>();
+/// let p = alloc_runtime::alloc(layout);
+/// assert!(!p.is_null() && p as usize % 4 == 0);
+/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// ```
+#[inline]
+pub fn alloc(layout: Layout) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        return heap::alloc_small(class_of_small16(size, align));
+    }
+    alloc_other(size, align, false)
+}
+
+/// Like [`alloc`], but the block reads zero. Memory known to be zero (fresh from the OS) is not
+/// cleared again.
+///
+/// ```
+/// use core::alloc::Layout;
+/// let layout = Layout::new::<[u64; 64]>();
+/// let p = alloc_runtime::alloc_zeroed(layout);
+/// assert!(unsafe { core::slice::from_raw_parts(p, 512) }.iter().all(|&b| b == 0));
+/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// ```
+#[inline]
+pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        return heap::alloc_small_zeroed(class_of_small16(size, align), size);
+    }
+    alloc_other(size, align, true)
+}
+
+#[cold]
+#[inline(never)]
+fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
+    if is_small(size, align) {
+        let class = class_of(size, align);
+        debug_assert!(class != 0);
+        return if zero {
+            heap::alloc_small_zeroed(class, size)
+        } else {
+            heap::alloc_small(class)
+        };
+    }
+    large::alloc_large(size, align, zero)
+}
+
+/// Frees a block.
+///
+/// # Safety
+/// `ptr` must have been returned by this allocator for `layout` (or resized to it by
+/// [`realloc`]) and not freed since.
+#[inline]
+pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
+    let (size, align) = (layout.size(), layout.align());
+    if is_small(size, align) {
+        // SAFETY: a small layout means `ptr` is a small block.
+        unsafe { heap::free_small(ptr) }
+    } else {
+        // SAFETY: a non-small layout means `ptr` is a large object of that layout.
+        unsafe { large::free_large(ptr, size, align) }
+    }
+}
+
+/// Resizes a block, in place when the new size stays in the same size class (or, for large
+/// objects, keeps its page count or can be remapped), else by moving it. On failure returns
+/// null and leaves the old block untouched.
+///
+/// # Safety
+/// As for [`dealloc`]; `new_size` rounded up to `layout.align()` must not exceed `isize::MAX`.
+pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+    let (old, align) = (layout.size(), layout.align());
+    if is_small(old, align) {
+        if is_small(new_size, align) && class_of(old, align) == class_of(new_size, align) {
+            return ptr;
+        }
+    } else if !is_small(new_size, align) {
+        // SAFETY: `ptr` is a large object of `layout`.
+        if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
+            return p;
+        }
+    }
+    // SAFETY: the caller guarantees the new size is a valid layout size for this alignment.
+    let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, align) };
+    let q = alloc(new_layout);
+    if q.is_null() {
+        return q;
+    }
+    // SAFETY: both blocks are live, distinct, and at least `min(old, new_size)` bytes long.
+    unsafe {
+        ptr::copy_nonoverlapping(ptr, q, old.min(new_size));
+        dealloc(ptr, layout);
+    }
+    q
+}
+
+/// Bytes usable in a block allocated for `layout` (its class size for small blocks).
+///
+/// ```
+/// use core::alloc::Layout;
+/// assert_eq!(alloc_runtime::usable_size(Layout::from_size_align(20, 8).unwrap()), 24);
+/// ```
+pub fn usable_size(layout: Layout) -> usize {
+    let (size, align) = (layout.size(), layout.align());
+    if is_small(size, align) {
+        class_size(class_of(size, align))
+    } else {
+        size
+    }
+}

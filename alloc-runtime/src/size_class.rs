@@ -1,0 +1,251 @@
+//! Go's size-class table, as `const` data with `const fn` lookups.
+//!
+//! The table is Go's (`runtime/sizeclasses.go`): 67 classes from 8 B to 32 KiB, each with the
+//! number of 8 KiB pages in its span. Everything else (objects per span, tail waste, alignment of a
+//! class's blocks) is derived from those two columns by `const fn`, so the compiler folds every
+//! lookup whose input is a constant: the size-specialised routines and the macros rely on that.
+//!
+//! Class 0 is not a size class; [`class_of`] returns it for sizes that are not small.
+//!
+//! ```
+//! use alloc_runtime::size_class::{class_of, class_size, NUM_CLASSES, MAX_SMALL_SIZE};
+//!
+//! const C: usize = class_of(24, 8); // evaluated at compile time
+//! assert_eq!(class_size(C), 24);
+//! assert_eq!(class_size(class_of(25, 8)), 32);
+//! assert_eq!(class_of(MAX_SMALL_SIZE + 1, 8), 0); // large
+//! assert_eq!(NUM_CLASSES, 68);
+//! ```
+
+/// log2 of the span page size.
+pub const PAGE_SHIFT: usize = 13;
+/// The span page size: 8 KiB, as in Go.
+pub const PAGE_SIZE: usize = 1 << PAGE_SHIFT;
+/// The largest size served from a size class; larger requests are large objects.
+pub const MAX_SMALL_SIZE: usize = 32768;
+/// Number of entries in the table, counting the unused class 0 (so 67 real classes).
+pub const NUM_CLASSES: usize = 68;
+
+/// Bytes per object of each class (Go's `class_to_size`).
+pub const CLASS_SIZE: [u32; NUM_CLASSES] = [
+    0, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320,
+    352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792,
+    2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728,
+    10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672,
+    32768,
+];
+
+/// Pages per span of each class (Go's `class_to_allocnpages`).
+pub const CLASS_PAGES: [u8; NUM_CLASSES] = [
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 2, 1, 2, 1, 2, 1, 3, 2, 3, 1, 3, 2, 3, 4, 5, 6, 1, 7, 6, 5, 4, 3, 5, 7, 2, 9, 7, 5, 8,
+    3, 10, 7, 4,
+];
+
+/// Bytes per object of class `class`.
+#[inline(always)]
+pub const fn class_size(class: usize) -> usize {
+    CLASS_SIZE[class] as usize
+}
+
+/// Pages per span of class `class`.
+#[inline(always)]
+pub const fn class_pages(class: usize) -> usize {
+    CLASS_PAGES[class] as usize
+}
+
+/// Bytes per span of class `class`.
+#[inline(always)]
+pub const fn span_bytes(class: usize) -> usize {
+    class_pages(class) * PAGE_SIZE
+}
+
+/// Objects per span of class `class`.
+#[inline(always)]
+pub const fn class_objects(class: usize) -> usize {
+    span_bytes(class) / class_size(class)
+}
+
+/// The alignment every block of `class` has: the largest power of two dividing its size, capped
+/// at the page size (spans start on page boundaries).
+#[inline(always)]
+pub const fn class_align(class: usize) -> usize {
+    let size = class_size(class);
+    let low = size & size.wrapping_neg();
+    if low > PAGE_SIZE {
+        PAGE_SIZE
+    } else {
+        low
+    }
+}
+
+const fn build_class8() -> [u8; MAX_SMALL_SIZE_DIV8_LEN] {
+    let mut t = [0u8; MAX_SMALL_SIZE_DIV8_LEN];
+    let mut i = 0;
+    let mut c = 1;
+    while i < MAX_SMALL_SIZE_DIV8_LEN {
+        let size = i * 8;
+        while class_size(c) < size {
+            c += 1;
+        }
+        t[i] = c as u8;
+        i += 1;
+    }
+    // A zero-byte request gets a 16-byte block, so every alignment up to 16 holds for it.
+    t[0] = 2;
+    t
+}
+
+const fn build_class128() -> [u8; CLASS128_LEN] {
+    let mut t = [0u8; CLASS128_LEN];
+    let mut i = 0;
+    let mut c = 1;
+    while i < CLASS128_LEN {
+        let size = SMALL_SIZE_MAX + i * 128;
+        while class_size(c) < size {
+            c += 1;
+        }
+        t[i] = c as u8;
+        i += 1;
+    }
+    t
+}
+
+/// Sizes up to this are looked up in the 8-byte-step table (Go's `smallSizeMax`).
+const SMALL_SIZE_MAX: usize = 1024;
+const MAX_SMALL_SIZE_DIV8_LEN: usize = SMALL_SIZE_MAX / 8 + 1;
+const CLASS128_LEN: usize = (MAX_SMALL_SIZE - SMALL_SIZE_MAX) / 128 + 1;
+
+/// Size → class for sizes up to 1024, in steps of 8 (Go's `size_to_class8`).
+static SIZE_TO_CLASS8: [u8; MAX_SMALL_SIZE_DIV8_LEN] = build_class8();
+/// Size → class for sizes from 1024 to 32 KiB, in steps of 128 (Go's `size_to_class128`).
+static SIZE_TO_CLASS128: [u8; CLASS128_LEN] = build_class128();
+const CONST_CLASS8: [u8; MAX_SMALL_SIZE_DIV8_LEN] = build_class8();
+const CONST_CLASS128: [u8; CLASS128_LEN] = build_class128();
+
+/// The class for `size` bytes at alignment `align` (a power of two), or 0 when no class serves
+/// it (too large, or more aligned than any class of that size can guarantee).
+///
+/// A `const fn`: with constant arguments it folds to a constant, which is how the
+/// size-specialised routines pick their class at compile time.
+///
+/// ```
+/// use alloc_runtime::size_class::{class_of, class_size, class_align};
+/// const C: usize = class_of(40, 32);
+/// assert_eq!(class_size(C), 64); // 48 is only 16-aligned
+/// assert!(class_align(C) >= 32);
+/// ```
+pub const fn class_of(size: usize, align: usize) -> usize {
+    if size > MAX_SMALL_SIZE || align > PAGE_SIZE {
+        return 0;
+    }
+    let rounded = (size + align - 1) & !(align - 1);
+    if rounded > MAX_SMALL_SIZE {
+        return 0;
+    }
+    let mut c = if rounded <= SMALL_SIZE_MAX {
+        CONST_CLASS8[rounded.div_ceil(8)] as usize
+    } else {
+        CONST_CLASS128[(rounded - SMALL_SIZE_MAX).div_ceil(128)] as usize
+    };
+    while c < NUM_CLASSES {
+        if class_size(c) % align == 0 {
+            return c;
+        }
+        c += 1;
+    }
+    0
+}
+
+/// Run-time size → class for `size <= MAX_SMALL_SIZE` and `align <= 16` (the common case):
+/// two table loads, no search. Returns the same class as [`class_of`].
+#[inline(always)]
+pub fn class_of_small16(size: usize, align: usize) -> usize {
+    debug_assert!(size <= MAX_SMALL_SIZE && align <= 16);
+    let rounded = (size + align - 1) & !(align - 1);
+    if rounded <= SMALL_SIZE_MAX {
+        SIZE_TO_CLASS8[rounded.div_ceil(8)] as usize
+    } else {
+        SIZE_TO_CLASS128[(rounded - SMALL_SIZE_MAX).div_ceil(128)] as usize
+    }
+}
+
+/// Run-time size → class for any size and alignment; 0 when not small.
+#[inline]
+pub fn class_of_runtime(size: usize, align: usize) -> usize {
+    if align <= 16 && size <= MAX_SMALL_SIZE {
+        // Every class of 16 bytes or more is a multiple of 16, so rounding the size up to the
+        // alignment lands on a class that honours it (and 32 KiB is itself a multiple of 16).
+        return class_of_small16(size, align);
+    }
+    class_of(size, align)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_increasing_and_8_byte_multiples() {
+        assert_eq!(CLASS_SIZE[0], 0);
+        for c in 1..NUM_CLASSES {
+            assert_eq!(class_size(c) % 8, 0, "class {c}");
+            if c > 1 {
+                assert!(class_size(c) > class_size(c - 1), "class {c}");
+            }
+            assert!(class_pages(c) >= 1);
+            assert!(class_objects(c) >= 1);
+        }
+        assert_eq!(class_size(1), 8);
+        assert_eq!(class_size(NUM_CLASSES - 1), MAX_SMALL_SIZE);
+    }
+
+    #[test]
+    fn tail_waste_within_go_bound() {
+        // Go sizes spans so that the unusable tail of a span is at most 1/8 of it.
+        for c in 1..NUM_CLASSES {
+            let tail = span_bytes(c) % class_size(c);
+            assert!(tail <= span_bytes(c) / 8, "class {c}: tail {tail}");
+        }
+    }
+
+    #[test]
+    fn objects_per_span_match_go() {
+        // Spot checks against Go's generated comment table.
+        assert_eq!(class_objects(1), 1024);
+        assert_eq!(class_objects(3), 341);
+        assert_eq!(class_objects(class_of(1408, 8)), 11);
+        assert_eq!(class_objects(class_of(6912, 8)), 7);
+        assert_eq!(class_objects(class_of(27264, 8)), 3);
+        assert_eq!(span_bytes(class_of(27264, 8)), 81920);
+    }
+
+    #[test]
+    fn every_size_maps_to_smallest_fitting_class() {
+        for align in [1usize, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192] {
+            for size in 0..=MAX_SMALL_SIZE + 1 {
+                let c = class_of(size, align);
+                let want = if size == 0 { 16 } else { size };
+                let expect = (1..NUM_CLASSES)
+                    .find(|&c| class_size(c) >= want && class_size(c) % align == 0)
+                    .unwrap_or(0);
+                assert_eq!(c, expect, "size {size} align {align}");
+                if align <= 16 {
+                    assert_eq!(class_of_runtime(size, align), c, "runtime {size} {align}");
+                }
+                if c != 0 {
+                    assert!(class_align(c) >= align);
+                }
+            }
+        }
+        assert_eq!(class_of(8, 16384), 0);
+    }
+
+    #[test]
+    fn lookup_is_const() {
+        const C: usize = class_of(80, 8);
+        assert_eq!(class_size(C), 80);
+        const D: usize = class_of(81, 8);
+        assert_eq!(class_size(D), 96);
+    }
+}

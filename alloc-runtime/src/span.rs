@@ -1,0 +1,201 @@
+//! Span descriptors: a run of pages holding the blocks of one size class (or one large object).
+//!
+//! A span is *owned* by at most one thread heap. The owner pops and pushes the span's local free
+//! list with plain loads and stores; every other thread hands blocks back through the span's
+//! atomic remote list ([`crate::remote`]). A span nobody owns (abandoned by an exited thread) sits
+//! in its class's central pool, and whoever holds that pool's lock acts as its owner.
+//!
+//! Descriptors live in the header of their chunk ([`crate::chunk`]), one per page, and start out
+//! as all-zero bytes from the OS: every field's zero is its "unused" value.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+/// A free block: its first word links to the next free block.
+#[repr(C)]
+pub(crate) struct Block {
+    pub(crate) next: *mut Block,
+}
+
+/// The span's pages are free in the page heap.
+pub(crate) const STATE_FREE: u8 = 0;
+/// The span serves a size class.
+pub(crate) const STATE_SMALL: u8 = 1;
+/// The span holds one large object.
+pub(crate) const STATE_LARGE: u8 = 2;
+
+/// Which list of its owner (or of the central pool) a span is on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum ListTag {
+    /// On no list (being set up, or a large object).
+    None = 0,
+    /// The owner's current span for its class (pinned: `used` holds one extra count).
+    Current = 1,
+    /// On the owner's partial list: owned, not current, has free blocks.
+    Partial = 2,
+    /// On the owner's full list: owned, had no free block when it was parked.
+    Full = 3,
+    /// In the central pool of its class, owned by nobody.
+    Central = 4,
+}
+
+/// Owner-word tag: the span is on its owner's full list, so a local free must take the slow path
+/// (to move it back to the partial list).
+pub(crate) const OWNER_FULL: usize = 1;
+
+/// A span descriptor.
+#[repr(C)]
+pub(crate) struct Span {
+    // ---- hot: touched by the owner's fast paths ----
+    /// Owner-local free list.
+    pub(crate) free: Cell<*mut Block>,
+    /// Blocks handed out and not yet freed locally, plus one while the span is current.
+    pub(crate) used: Cell<u32>,
+    /// Every block on `free` reads zero past its first word.
+    pub(crate) free_zero: Cell<bool>,
+    /// Size class (0 for a large object).
+    pub(crate) class: Cell<u8>,
+    /// Which list the span is on; see [`ListTag`].
+    pub(crate) list: Cell<u8>,
+    /// The never-used tail `[bump, end)` reads zero (its pages were fresh when the span was made).
+    pub(crate) bump_zero: Cell<bool>,
+    /// The owning heap's address, tagged with [`OWNER_FULL`]; 0 when nobody owns the span.
+    pub(crate) owner: AtomicUsize,
+    /// Remote-free list head and notification state; see [`crate::remote`].
+    pub(crate) remote: AtomicUsize,
+    /// Next never-used block.
+    pub(crate) bump: Cell<*mut u8>,
+    /// End of the last whole block.
+    pub(crate) end: Cell<*mut u8>,
+    // ---- cold ----
+    /// List links (owner's partial/full lists, or the central pool).
+    pub(crate) next: Cell<*mut Span>,
+    pub(crate) prev: Cell<*mut Span>,
+    /// First byte of the span.
+    pub(crate) start: Cell<*mut u8>,
+    /// Pages in the span.
+    pub(crate) npages: Cell<u32>,
+    /// [`STATE_FREE`], [`STATE_SMALL`] or [`STATE_LARGE`].
+    pub(crate) state: AtomicU8,
+    /// Requested bytes of a large object.
+    pub(crate) large_size: Cell<usize>,
+}
+
+impl Span {
+    /// An all-zero descriptor (the same as fresh OS memory).
+    pub(crate) const fn zeroed() -> Span {
+        Span {
+            free: Cell::new(core::ptr::null_mut()),
+            used: Cell::new(0),
+            free_zero: Cell::new(false),
+            class: Cell::new(0),
+            list: Cell::new(0),
+            bump_zero: Cell::new(false),
+            owner: AtomicUsize::new(0),
+            remote: AtomicUsize::new(0),
+            bump: Cell::new(core::ptr::null_mut()),
+            end: Cell::new(core::ptr::null_mut()),
+            next: Cell::new(core::ptr::null_mut()),
+            prev: Cell::new(core::ptr::null_mut()),
+            start: Cell::new(core::ptr::null_mut()),
+            npages: Cell::new(0),
+            state: AtomicU8::new(STATE_FREE),
+            large_size: Cell::new(0),
+        }
+    }
+
+    /// The list tag.
+    #[inline]
+    pub(crate) fn tag(&self) -> ListTag {
+        match self.list.get() {
+            1 => ListTag::Current,
+            2 => ListTag::Partial,
+            3 => ListTag::Full,
+            4 => ListTag::Central,
+            _ => ListTag::None,
+        }
+    }
+
+    /// Sets the list tag.
+    #[inline]
+    pub(crate) fn set_tag(&self, t: ListTag) {
+        self.list.set(t as u8);
+    }
+
+    /// Whether the span has a block to hand out without collecting remote frees.
+    #[inline]
+    pub(crate) fn has_local_free(&self) -> bool {
+        !self.free.get().is_null() || self.bump.get() < self.end.get()
+    }
+
+    /// Pushes `b` on the local free list (the caller owns the span).
+    ///
+    /// # Safety
+    /// `b` must be a block of this span that is not on any list, and the caller must own the span.
+    #[inline(always)]
+    pub(crate) unsafe fn push_local(&self, b: *mut Block) {
+        // SAFETY: the caller guarantees `b` is a free block of this span, at least 8 bytes.
+        unsafe { (*b).next = self.free.get() };
+        self.free.set(b);
+        self.free_zero.set(false);
+    }
+
+    /// Links up to a page's worth of never-used blocks onto the (empty) free list.
+    /// Returns whether any block was added.
+    ///
+    /// # Safety
+    /// The caller owns the span and its free list is empty.
+    pub(crate) unsafe fn extend(&self) -> bool {
+        debug_assert!(self.free.get().is_null());
+        let bump = self.bump.get();
+        let end = self.end.get();
+        if bump >= end {
+            return false;
+        }
+        let size = crate::size_class::class_size(self.class.get() as usize);
+        // At least one block, otherwise as many as fit in 4 KiB, so fresh pages are touched
+        // only as they are needed.
+        let n = core::cmp::max(1, 4096 / size).min((end as usize - bump as usize) / size);
+        let mut p = bump;
+        for i in 0..n {
+            // SAFETY: `p` stays within [bump, end), which belongs to this span and holds no live
+            // block; each block is at least 8 bytes and 8-aligned.
+            unsafe {
+                let nextp = p.add(size);
+                (*(p as *mut Block)).next = if i + 1 == n {
+                    core::ptr::null_mut()
+                } else {
+                    nextp as *mut Block
+                };
+                p = nextp;
+            }
+        }
+        self.free.set(bump as *mut Block);
+        self.free_zero.set(self.bump_zero.get());
+        self.bump.set(p);
+        true
+    }
+
+    /// Reads the owner word.
+    #[inline(always)]
+    pub(crate) fn owner_word(&self) -> usize {
+        self.owner.load(Ordering::Relaxed)
+    }
+}
+
+/// A span descriptor that may live in a `static` (the never-allocating sentinel).
+#[repr(transparent)]
+pub(crate) struct SyncSpan(pub(crate) Span);
+// SAFETY: the sentinel span is never written: its free list is null and its bump region empty,
+// so every path that would write to it takes the slow path first, which never touches it.
+unsafe impl Sync for SyncSpan {}
+
+/// The sentinel every empty class slot points at: allocation from it always misses.
+pub(crate) static EMPTY_SPAN: SyncSpan = SyncSpan(Span::zeroed());
+
+/// Address of [`EMPTY_SPAN`].
+#[inline(always)]
+pub(crate) fn empty_span() -> *mut Span {
+    &EMPTY_SPAN.0 as *const Span as *mut Span
+}
