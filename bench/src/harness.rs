@@ -1,0 +1,924 @@
+//! Interleaved-rounds benchmark machinery.
+//!
+//! A [`Benchmark`] is a table to fill: its *rows* are the cases measured
+//! (allocation sizes, say), its *configurations* are the things compared
+//! (allocators). Each (row, configuration) cell has a timing function,
+//! `FnMut(iterations) -> Duration`, that runs its operation the given number
+//! of times and returns how long that took.
+//!
+//! [`Benchmark::run`] first calibrates each cell's iteration count so one
+//! call takes about [`Options::target_sample`], then runs one untimed
+//! warm-up round, then [`Options::rounds`] timed rounds. Every round calls
+//! every cell once, in a freshly shuffled order, so slow drift of the machine
+//! (frequency scaling, a noisy neighbour) spreads evenly over all cells
+//! instead of biasing whichever ran first or last. Each call gives one sample
+//! in nanoseconds per operation; the samples of a cell are pooled across
+//! rounds, and [`Results`] summarises them.
+//!
+//! An A/A control is the same timing function registered under two
+//! configuration names; its delta against the original should be ~0 and not
+//! significant, which shows how much of any other delta is noise.
+
+use std::fmt::Write as _;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::stats;
+
+/// Significance level below which a difference is reported; above it the
+/// table prints `~` (as benchstat does).
+pub const ALPHA: f64 = 0.05;
+
+/// How a [`Benchmark`] is run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Number of timed rounds, i.e. samples per cell.
+    pub rounds: usize,
+    /// Calibration aims for each timed call to take about this long.
+    pub target_sample: Duration,
+    /// Seed for the per-round shuffle of the cells, for reproducible orders.
+    pub seed: u64,
+    /// Whether to print progress to stderr.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    /// The full run: 30 rounds of ~20 ms samples.
+    fn default() -> Self {
+        Options {
+            rounds: 30,
+            target_sample: Duration::from_millis(20),
+            seed: 0x5eed_a110c,
+            progress: true,
+        }
+    }
+}
+
+impl Options {
+    /// A short run for smoke tests: 6 rounds of ~5 ms samples.
+    pub fn quick() -> Self {
+        Options {
+            rounds: 6,
+            target_sample: Duration::from_millis(5),
+            ..Options::default()
+        }
+    }
+}
+
+/// Parsed command line of a benchmark binary: `--quick`, `--rounds N`,
+/// `--csv PATH`, `--seed N`, `--help`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cli {
+    /// Run options; `--quick` selects [`Options::quick`], and `--rounds` and
+    /// `--seed` override the respective fields.
+    pub options: Options,
+    /// Where to write the raw samples (`--csv PATH`); by default
+    /// `bench-<name>.csv` in the cargo target directory.
+    pub csv: PathBuf,
+    /// Whether `--quick` was given.
+    pub quick: bool,
+}
+
+/// The usage text of [`Cli`], for a binary called `name`.
+pub fn usage(name: &str) -> String {
+    format!(
+        "usage: {name} [--quick] [--rounds N] [--csv PATH] [--seed N]\n\
+         \n\
+         --quick       few, short rounds (a smoke test, under 10 s)\n\
+         --rounds N    number of timed rounds (samples per cell)\n\
+         --csv PATH    write raw samples here (default: <target>/bench-{name}.csv)\n\
+         --seed N      seed for the per-round order of the cells\n"
+    )
+}
+
+impl Cli {
+    /// Parses `args` (without the program name) for the binary `name`.
+    ///
+    /// Returns `Err` with a message for an unknown flag, a missing or
+    /// malformed value, or `--help` (whose message is the usage text).
+    pub fn from_args<I: IntoIterator<Item = String>>(name: &str, args: I) -> Result<Cli, String> {
+        let mut quick = false;
+        let mut rounds = None;
+        let mut seed = None;
+        let mut csv = None;
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value"));
+            match arg.as_str() {
+                "--quick" => quick = true,
+                "--rounds" => {
+                    let v = value("--rounds")?;
+                    match v.parse::<usize>() {
+                        Ok(n) if n > 0 => rounds = Some(n),
+                        _ => return Err(format!("--rounds: not a positive integer: {v}")),
+                    }
+                }
+                "--seed" => {
+                    let v = value("--seed")?;
+                    seed = Some(
+                        v.parse()
+                            .map_err(|_| format!("--seed: not an integer: {v}"))?,
+                    );
+                }
+                "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
+                "-h" | "--help" => return Err(usage(name)),
+                other => return Err(format!("unknown argument: {other}\n\n{}", usage(name))),
+            }
+        }
+        let mut options = if quick {
+            Options::quick()
+        } else {
+            Options::default()
+        };
+        if let Some(n) = rounds {
+            options.rounds = n;
+        }
+        if let Some(s) = seed {
+            options.seed = s;
+        }
+        let csv = csv.unwrap_or_else(|| target_dir().join(format!("bench-{name}.csv")));
+        Ok(Cli {
+            options,
+            csv,
+            quick,
+        })
+    }
+
+    /// Parses the process's arguments; on error prints the message to stderr
+    /// and exits (status 0 for `--help`, 2 otherwise).
+    pub fn from_env(name: &str) -> Cli {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let help = args.iter().any(|a| a == "-h" || a == "--help");
+        match Cli::from_args(name, args) {
+            Ok(cli) => cli,
+            Err(msg) => {
+                eprint!("{msg}");
+                if !msg.ends_with('\n') {
+                    eprintln!();
+                }
+                std::process::exit(if help { 0 } else { 2 });
+            }
+        }
+    }
+}
+
+/// The cargo target directory this binary was built in (the nearest
+/// ancestor of the executable holding cargo's `CACHEDIR.TAG`), or `target`.
+fn target_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .find(|d| d.join("CACHEDIR.TAG").is_file())
+                .map(Path::to_path_buf)
+        })
+        .unwrap_or_else(|| PathBuf::from("target"))
+}
+
+/// A timing function: runs its operation `iterations` times, returns the
+/// elapsed time.
+type TimingFn<'a> = Box<dyn FnMut(u64) -> Duration + 'a>;
+
+/// One (row, configuration) cell of a [`Benchmark`].
+struct Cell<'a> {
+    row: usize,
+    config: usize,
+    ops_per_iter: u64,
+    iters: u64,
+    time: TimingFn<'a>,
+}
+
+/// A set of timing functions laid out as rows × configurations; see the
+/// [module documentation](self).
+pub struct Benchmark<'a> {
+    name: String,
+    description: String,
+    configs: Vec<String>,
+    baseline: usize,
+    rows: Vec<String>,
+    cells: Vec<Cell<'a>>,
+}
+
+impl<'a> Benchmark<'a> {
+    /// A benchmark called `name` (used in the CSV and in progress output),
+    /// with a one-line `description` printed above its table.
+    ///
+    /// Configurations are added on first use by [`add`](Self::add), in that
+    /// order; the first one is the baseline unless
+    /// [`baseline`](Self::baseline) says otherwise.
+    pub fn new(name: &str, description: &str) -> Self {
+        Benchmark {
+            name: name.to_string(),
+            description: description.to_string(),
+            configs: Vec::new(),
+            baseline: 0,
+            rows: Vec::new(),
+            cells: Vec::new(),
+        }
+    }
+
+    /// Makes `config` the column every other configuration is compared with.
+    ///
+    /// # Panics
+    ///
+    /// If no cell of `config` has been added yet.
+    pub fn baseline(&mut self, config: &str) -> &mut Self {
+        self.baseline = self
+            .configs
+            .iter()
+            .position(|c| c == config)
+            .unwrap_or_else(|| panic!("baseline {config:?} is not a configuration"));
+        self
+    }
+
+    /// Adds the cell (`row`, `config`), timed by `time`. One iteration of
+    /// `time` performs `ops_per_iter` operations, so a sample is
+    /// `elapsed / (iterations * ops_per_iter)` nanoseconds per operation.
+    ///
+    /// Rows and configurations appear in the table in order of first use.
+    ///
+    /// # Panics
+    ///
+    /// If the cell was already added or `ops_per_iter` is zero.
+    pub fn add<F>(&mut self, row: &str, config: &str, ops_per_iter: u64, time: F) -> &mut Self
+    where
+        F: FnMut(u64) -> Duration + 'a,
+    {
+        assert!(ops_per_iter > 0, "ops_per_iter must be positive");
+        let row = index_of(&mut self.rows, row);
+        let config = index_of(&mut self.configs, config);
+        assert!(
+            !self
+                .cells
+                .iter()
+                .any(|c| c.row == row && c.config == config),
+            "cell ({}, {}) added twice",
+            self.rows[row],
+            self.configs[config]
+        );
+        self.cells.push(Cell {
+            row,
+            config,
+            ops_per_iter,
+            iters: 1,
+            time: Box::new(time),
+        });
+        self
+    }
+
+    /// Calibrates, warms up and runs all cells for `opts.rounds` interleaved
+    /// rounds, and returns the samples.
+    pub fn run(&mut self, opts: &Options) -> Results {
+        let start = Instant::now();
+        let mut progress = Progress::new(opts.progress, &self.name);
+        let total = self.cells.len();
+        for (i, cell) in self.cells.iter_mut().enumerate() {
+            progress.show(&format!("calibrating {}/{total}", i + 1));
+            cell.iters = calibrate(&mut cell.time, opts.target_sample);
+        }
+        let mut rng = SplitMix64(opts.seed);
+        let mut order: Vec<usize> = (0..self.cells.len()).collect();
+        // Warm-up: one untimed round, then the timed ones.
+        rng.shuffle(&mut order);
+        progress.show("warm-up round");
+        for &i in &order {
+            let cell = &mut self.cells[i];
+            (cell.time)(cell.iters);
+        }
+        let mut samples =
+            vec![vec![Vec::with_capacity(opts.rounds); self.configs.len()]; self.rows.len()];
+        for round in 0..opts.rounds {
+            progress.show(&format!(
+                "round {}/{} ({:.1} s)",
+                round + 1,
+                opts.rounds,
+                start.elapsed().as_secs_f64()
+            ));
+            rng.shuffle(&mut order);
+            for (position, &i) in order.iter().enumerate() {
+                let cell = &mut self.cells[i];
+                let elapsed = (cell.time)(cell.iters);
+                let ops = cell.iters * cell.ops_per_iter;
+                samples[cell.row][cell.config].push(Sample {
+                    round,
+                    position,
+                    iters: cell.iters,
+                    ops,
+                    elapsed,
+                    ns_per_op: elapsed.as_nanos() as f64 / ops as f64,
+                });
+            }
+        }
+        progress.done(start.elapsed());
+        Results {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            configs: self.configs.clone(),
+            baseline: self.baseline,
+            rows: self.rows.clone(),
+            samples,
+        }
+    }
+}
+
+/// The index of `name` in `names`, appending it if absent.
+fn index_of(names: &mut Vec<String>, name: &str) -> usize {
+    names.iter().position(|n| n == name).unwrap_or_else(|| {
+        names.push(name.to_string());
+        names.len() - 1
+    })
+}
+
+/// Picks an iteration count for which `time` takes about `target`.
+///
+/// The first call (one iteration) is discarded: it may pay one-off costs such
+/// as an allocator's initialisation, which would otherwise make a fast
+/// operation look slow and leave it with a tiny count. Then the count is
+/// rescaled from each measurement, growing at most 100× (and shrinking at
+/// most 100×) per step, as Go's testing package does, until a call lands
+/// within `[target / 2, 2 target]`, two successive steps leave the count
+/// unchanged (an operation slower than `target / 2`), or ten steps have been
+/// made. The calls made here double as warm-up.
+fn calibrate(time: &mut dyn FnMut(u64) -> Duration, target: Duration) -> u64 {
+    const MAX_ITERS: u64 = 1 << 40;
+    let target_ns = target.as_nanos().max(1) as f64;
+    time(1);
+    let mut iters: u64 = 1;
+    let mut unchanged = false;
+    for _ in 0..10 {
+        let ns = time(iters).as_nanos() as f64;
+        let lo = (iters / 100).max(1);
+        let hi = iters.saturating_mul(100).min(MAX_ITERS);
+        let next = if ns <= 0.0 {
+            hi
+        } else {
+            ((iters as f64 * target_ns / ns).round() as u64).clamp(lo, hi)
+        };
+        if (target_ns / 2.0..=target_ns * 2.0).contains(&ns) || (unchanged && next == iters) {
+            return next;
+        }
+        unchanged = next == iters;
+        iters = next;
+    }
+    iters
+}
+
+/// Prints progress lines to stderr: overwritten in place on a terminal,
+/// otherwise only the first line and a final summary.
+struct Progress<'n> {
+    enabled: bool,
+    tty: bool,
+    name: &'n str,
+    shown: bool,
+}
+
+impl<'n> Progress<'n> {
+    fn new(enabled: bool, name: &'n str) -> Self {
+        Progress {
+            enabled,
+            tty: io::stderr().is_terminal(),
+            name,
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, msg: &str) {
+        if !self.enabled {
+            return;
+        }
+        let mut err = io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K[{}] {msg}", self.name);
+        } else if !self.shown {
+            let _ = writeln!(err, "[{}] {msg} ...", self.name);
+        }
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn done(&mut self, elapsed: Duration) {
+        if !self.enabled {
+            return;
+        }
+        let prefix = if self.tty { "\r\x1b[K" } else { "" };
+        eprintln!(
+            "{prefix}[{}] done in {:.1} s",
+            self.name,
+            elapsed.as_secs_f64()
+        );
+    }
+}
+
+/// A small deterministic PRNG (SplitMix64), used only to shuffle the order
+/// of the cells.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Fisher-Yates shuffle.
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// One timed call of a cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// The round it was taken in, from 0.
+    pub round: usize,
+    /// Its position in that round's shuffled order, from 0.
+    pub position: usize,
+    /// Iterations run.
+    pub iters: u64,
+    /// Operations run: `iters * ops_per_iter`.
+    pub ops: u64,
+    /// Time the call took.
+    pub elapsed: Duration,
+    /// `elapsed` in nanoseconds divided by `ops`.
+    pub ns_per_op: f64,
+}
+
+/// The comparison of one cell with the baseline cell of its row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Comparison {
+    /// Ratio of the medians, `this / baseline`; `1.10` means 10 % slower.
+    pub ratio: f64,
+    /// Two-sided Mann-Whitney p-value of the two cells' samples.
+    pub p: f64,
+}
+
+impl Comparison {
+    /// Whether the difference is significant at [`ALPHA`].
+    pub fn significant(&self) -> bool {
+        self.p < ALPHA
+    }
+}
+
+/// The samples of a [`Benchmark::run`], with summaries and output.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// The benchmark's name.
+    pub name: String,
+    /// The benchmark's one-line description.
+    pub description: String,
+    /// Configuration names, in column order.
+    pub configs: Vec<String>,
+    /// Index into `configs` of the baseline.
+    pub baseline: usize,
+    /// Row labels, in order.
+    pub rows: Vec<String>,
+    /// `samples[row][config]`: the cell's samples in round order (empty for
+    /// a cell that was never added).
+    pub samples: Vec<Vec<Vec<Sample>>>,
+}
+
+impl Results {
+    /// The ns/op values of cell (`row`, `config`).
+    pub fn ns_per_op(&self, row: usize, config: usize) -> Vec<f64> {
+        self.samples[row][config]
+            .iter()
+            .map(|s| s.ns_per_op)
+            .collect()
+    }
+
+    /// The median ns/op of cell (`row`, `config`); `NaN` if it is empty.
+    pub fn median(&self, row: usize, config: usize) -> f64 {
+        stats::median(&self.ns_per_op(row, config))
+    }
+
+    /// Compares cell (`row`, `config`) with the baseline of that row;
+    /// `None` if either cell is empty.
+    pub fn compare(&self, row: usize, config: usize) -> Option<Comparison> {
+        let this = self.ns_per_op(row, config);
+        let base = self.ns_per_op(row, self.baseline);
+        let test = stats::mann_whitney_u(&this, &base)?;
+        Some(Comparison {
+            ratio: stats::median(&this) / stats::median(&base),
+            p: test.p,
+        })
+    }
+
+    /// The geometric mean over rows of `config`'s medians; `NaN` if any
+    /// cell of the column is empty.
+    pub fn geomean(&self, config: usize) -> f64 {
+        let medians: Vec<f64> = (0..self.rows.len())
+            .map(|r| self.median(r, config))
+            .collect();
+        stats::geomean(&medians)
+    }
+
+    /// The geometric mean over rows of `config`'s ratio to the baseline.
+    pub fn geomean_ratio(&self, config: usize) -> f64 {
+        let ratios: Vec<f64> = (0..self.rows.len())
+            .map(|r| self.median(r, config) / self.median(r, self.baseline))
+            .collect();
+        stats::geomean(&ratios)
+    }
+
+    /// A benchstat-like table: one line per row with `median ± spread` ns/op
+    /// for each configuration and, for each non-baseline configuration, its
+    /// change against the baseline as a percentage with the p-value (`~`
+    /// instead of the percentage when `p >= 0.05`), then a geomean line.
+    /// `row_header` labels the first column.
+    pub fn table(&self, row_header: &str) -> String {
+        let n = self
+            .samples
+            .iter()
+            .flatten()
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
+        let base = &self.configs[self.baseline];
+        let mut header = vec![row_header.to_string()];
+        for (c, name) in self.configs.iter().enumerate() {
+            header.push(name.clone());
+            if c != self.baseline {
+                header.push(format!("vs {base}"));
+            }
+        }
+        let mut lines = vec![header];
+        for r in 0..self.rows.len() {
+            let mut line = vec![self.rows[r].clone()];
+            for c in 0..self.configs.len() {
+                let v = self.ns_per_op(r, c);
+                line.push(if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!(
+                        "{} ± {}",
+                        fmt_ns(stats::median(&v)),
+                        fmt_pct(stats::spread(&v))
+                    )
+                });
+                if c != self.baseline {
+                    line.push(match self.compare(r, c) {
+                        None => "-".to_string(),
+                        Some(cmp) if cmp.significant() => {
+                            format!("{} (p={:.3})", fmt_delta(cmp.ratio), cmp.p)
+                        }
+                        Some(cmp) => format!("~ (p={:.3})", cmp.p),
+                    });
+                }
+            }
+            lines.push(line);
+        }
+        let mut line = vec!["geomean".to_string()];
+        for c in 0..self.configs.len() {
+            line.push(fmt_ns(self.geomean(c)));
+            if c != self.baseline {
+                line.push(fmt_delta(self.geomean_ratio(c)));
+            }
+        }
+        lines.push(line);
+
+        let cols = lines[0].len();
+        let widths: Vec<usize> = (0..cols)
+            .map(|i| {
+                lines
+                    .iter()
+                    .map(|l| l[i].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "{}: {}", self.name, self.description);
+        let _ = writeln!(
+            out,
+            "ns/op, median ± spread over n={n} rounds; vs {base}: change of the median \
+             (Mann-Whitney p; ~ = not significant at p>={ALPHA})"
+        );
+        for l in &lines {
+            let mut s = String::new();
+            for (i, cell) in l.iter().enumerate() {
+                let pad = widths[i] - cell.chars().count();
+                if i == 0 {
+                    s.push_str(cell);
+                    s.push_str(&" ".repeat(pad));
+                } else {
+                    s.push_str("  ");
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(cell);
+                }
+            }
+            let _ = writeln!(out, "{}", s.trim_end());
+        }
+        out
+    }
+
+    /// Writes the CSV header line matching
+    /// [`write_csv_rows`](Self::write_csv_rows).
+    pub fn write_csv_header(w: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            w,
+            "benchmark,row,config,round,position,iterations,ops,elapsed_ns,ns_per_op"
+        )
+    }
+
+    /// Writes one CSV line per sample (no header).
+    pub fn write_csv_rows(&self, w: &mut dyn Write) -> io::Result<()> {
+        for (r, row) in self.samples.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                for s in cell {
+                    writeln!(
+                        w,
+                        "{},{},{},{},{},{},{},{},{}",
+                        csv_field(&self.name),
+                        csv_field(&self.rows[r]),
+                        csv_field(&self.configs[c]),
+                        s.round,
+                        s.position,
+                        s.iters,
+                        s.ops,
+                        s.elapsed.as_nanos(),
+                        s.ns_per_op
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the raw samples of all `results` to a CSV file at `path`, creating
+/// its parent directories.
+pub fn write_csv(path: &Path, results: &[Results]) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut w = io::BufWriter::new(std::fs::File::create(path)?);
+    Results::write_csv_header(&mut w)?;
+    for r in results {
+        r.write_csv_rows(&mut w)?;
+    }
+    w.flush()
+}
+
+/// Quotes a CSV field if it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Formats nanoseconds with about three significant digits.
+fn fmt_ns(ns: f64) -> String {
+    if ns.is_nan() {
+        "-".to_string()
+    } else if ns >= 100.0 {
+        format!("{ns:.0}")
+    } else if ns >= 10.0 {
+        format!("{ns:.1}")
+    } else {
+        format!("{ns:.2}")
+    }
+}
+
+/// Formats a fraction as a whole percentage: `0.031` → `3%`.
+fn fmt_pct(f: f64) -> String {
+    if f.is_nan() {
+        "?".to_string()
+    } else {
+        format!("{:.0}%", f * 100.0)
+    }
+}
+
+/// Formats a ratio as a signed percentage change: `1.105` → `+10.5%`.
+fn fmt_delta(ratio: f64) -> String {
+    if ratio.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{:+.1}%", (ratio - 1.0) * 100.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    fn opts(rounds: usize) -> Options {
+        Options {
+            rounds,
+            target_sample: Duration::from_micros(100),
+            seed: 1,
+            progress: false,
+        }
+    }
+
+    /// A fake timing function: `ns_per_iter` per iteration, no real time.
+    fn fake(ns_per_iter: u64) -> impl FnMut(u64) -> Duration {
+        move |n| Duration::from_nanos(n * ns_per_iter)
+    }
+
+    #[test]
+    fn calibration_hits_target() {
+        let mut f = fake(10);
+        let iters = calibrate(&mut f, Duration::from_millis(1));
+        assert_eq!(iters, 100_000);
+        // A function that reports no time must still terminate.
+        let mut zero = |_| Duration::ZERO;
+        assert!(calibrate(&mut zero, Duration::from_millis(1)) >= 1);
+        // A slow one runs once.
+        let mut slow = fake(5_000_000);
+        assert_eq!(calibrate(&mut slow, Duration::from_millis(1)), 1);
+        // A slow first call (one-off initialisation) is not taken as the
+        // cost of an iteration.
+        let mut calls = 0;
+        let mut cold = |n| {
+            calls += 1;
+            if calls == 1 {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_nanos(n * 10)
+            }
+        };
+        assert_eq!(calibrate(&mut cold, Duration::from_millis(1)), 100_000);
+        // Nor is a slow second call: the count is corrected at the next step.
+        let mut calls = 0;
+        let mut cold2 = |n| {
+            calls += 1;
+            if calls <= 2 {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_nanos(n * 10)
+            }
+        };
+        assert_eq!(calibrate(&mut cold2, Duration::from_millis(1)), 100_000);
+    }
+
+    #[test]
+    fn every_cell_sampled_once_per_round_in_varying_order() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut b = Benchmark::new("t", "test");
+        for row in ["8", "16"] {
+            for config in ["a", "b", "c"] {
+                let log = Rc::clone(&log);
+                let tag = format!("{row}/{config}");
+                b.add(row, config, 1, move |n| {
+                    log.borrow_mut().push(tag.clone());
+                    Duration::from_nanos(n)
+                });
+            }
+        }
+        let rounds = 8;
+        let res = b.run(&opts(rounds));
+        for r in 0..2 {
+            for c in 0..3 {
+                let s = &res.samples[r][c];
+                assert_eq!(s.len(), rounds);
+                assert_eq!(
+                    s.iter().map(|x| x.round).collect::<Vec<_>>(),
+                    (0..rounds).collect::<Vec<_>>()
+                );
+            }
+        }
+        // The last `rounds` blocks of 6 calls are the timed rounds; each
+        // holds every cell exactly once, and the orders are not all equal.
+        let log = log.borrow();
+        let timed = &log[log.len() - 6 * rounds..];
+        let mut orders = Vec::new();
+        for chunk in timed.chunks(6) {
+            let mut sorted = chunk.to_vec();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), 6);
+            orders.push(chunk.to_vec());
+        }
+        assert!(orders.iter().any(|o| o != &orders[0]));
+    }
+
+    #[test]
+    fn ns_per_op_accounts_for_ops_per_iter() {
+        let mut b = Benchmark::new("t", "test");
+        b.add("x", "a", 1, fake(50));
+        b.add("x", "b", 1000, fake(50_000));
+        let res = b.run(&opts(3));
+        assert!(res.ns_per_op(0, 0).iter().all(|&v| (v - 50.0).abs() < 1e-9));
+        assert!(res.ns_per_op(0, 1).iter().all(|&v| (v - 50.0).abs() < 1e-9));
+        assert!(res.samples[0][1].iter().all(|s| s.ops == s.iters * 1000));
+    }
+
+    /// Timing function whose per-iteration cost cycles through `costs`.
+    fn cycling(costs: Vec<u64>) -> impl FnMut(u64) -> Duration {
+        let mut i = 0;
+        move |n| {
+            i += 1;
+            Duration::from_nanos(n * costs[i % costs.len()])
+        }
+    }
+
+    fn two_config_results() -> Results {
+        let mut b = Benchmark::new("demo", "two configs and an A/A");
+        for row in ["8", "16", "24"] {
+            b.add(row, "ours", 1, cycling(vec![100, 101, 102, 103, 104]));
+            b.add(row, "ours A/A", 1, cycling(vec![100, 101, 102, 103, 104]));
+            b.add(row, "theirs", 1, cycling(vec![200, 202, 204, 206, 208]));
+        }
+        b.baseline("ours");
+        b.run(&opts(10))
+    }
+
+    #[test]
+    fn comparisons_and_geomean() {
+        let res = two_config_results();
+        for r in 0..3 {
+            let aa = res.compare(r, 1).unwrap();
+            assert!(!aa.significant(), "A/A p = {}", aa.p);
+            assert!((aa.ratio - 1.0).abs() < 0.03);
+            let other = res.compare(r, 2).unwrap();
+            assert!(other.significant());
+            assert!(other.p < 0.001);
+            assert!((other.ratio - 2.0).abs() < 0.05, "{}", other.ratio);
+        }
+        assert!((res.geomean_ratio(2) - 2.0).abs() < 0.05);
+        assert!((res.geomean(0) / res.geomean(2) - 0.5).abs() < 0.02);
+    }
+
+    #[test]
+    fn table_layout() {
+        let res = two_config_results();
+        let t = res.table("size");
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("demo: two configs and an A/A"));
+        assert!(lines[2].starts_with("size"));
+        assert!(lines[2].contains("ours A/A") && lines[2].contains("vs ours"));
+        // Three size rows and a geomean row.
+        assert_eq!(lines.len(), 3 + 3 + 1);
+        for l in &lines[3..6] {
+            assert!(l.contains("~ (p="), "A/A not marked ~: {l}");
+            assert!(l.contains("+100.0% (p=0.000)"), "{l}");
+        }
+        assert!(lines[6].starts_with("geomean"));
+    }
+
+    #[test]
+    fn csv_has_one_line_per_sample() {
+        let res = two_config_results();
+        let mut buf = Vec::new();
+        Results::write_csv_header(&mut buf).unwrap();
+        res.write_csv_rows(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 3 * 3 * 10);
+        assert!(lines[0].starts_with("benchmark,row,config,round"));
+        assert!(lines[1..].iter().all(|l| l.starts_with("demo,")));
+        assert_eq!(lines[1].split(',').count(), 9);
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn cli_parsing() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cli = Cli::from_args("g", args(&[])).unwrap();
+        assert_eq!(cli.options, Options::default());
+        assert!(cli.csv.ends_with("bench-g.csv"));
+        let cli =
+            Cli::from_args("g", args(&["--quick", "--rounds", "3", "--csv", "x.csv"])).unwrap();
+        assert!(cli.quick);
+        assert_eq!(cli.options.rounds, 3);
+        assert_eq!(cli.options.target_sample, Options::quick().target_sample);
+        assert_eq!(cli.csv, PathBuf::from("x.csv"));
+        assert!(Cli::from_args("g", args(&["--rounds", "0"])).is_err());
+        assert!(Cli::from_args("g", args(&["--rounds"])).is_err());
+        assert!(Cli::from_args("g", args(&["--bogus"])).is_err());
+        assert!(Cli::from_args("g", args(&["--help"]))
+            .unwrap_err()
+            .starts_with("usage"));
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation() {
+        let mut rng = SplitMix64(42);
+        let mut v: Vec<usize> = (0..100).collect();
+        rng.shuffle(&mut v);
+        assert_ne!(v, (0..100).collect::<Vec<_>>());
+        v.sort();
+        assert_eq!(v, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(fmt_ns(5.123), "5.12");
+        assert_eq!(fmt_ns(51.23), "51.2");
+        assert_eq!(fmt_ns(512.3), "512");
+        assert_eq!(fmt_pct(0.031), "3%");
+        assert_eq!(fmt_delta(1.105), "+10.5%");
+        assert_eq!(fmt_delta(0.9), "-10.0%");
+    }
+}
