@@ -26,8 +26,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::chunk::{self, span_of};
 use crate::lock::SpinLock;
 use crate::remote;
-use crate::size_class::{class_pages, class_size, NUM_CLASSES};
-use crate::span::{empty_span, Block, ListTag, Span, EMPTY_SPAN, OWNER_FULL, STATE_SMALL};
+use crate::span::{
+    empty_span, span_block_size, span_first, span_pages, Block, ListTag, Span, EMPTY_SPAN,
+    OWNER_FULL, SPAN_CLASSES, STATE_SMALL, TINY_CLASS,
+};
 use crate::stats;
 
 /// Per-class state of a heap, laid out so the fast path touches one cache line.
@@ -46,7 +48,17 @@ pub(crate) struct ClassCache {
 /// A thread heap.
 #[repr(C)]
 pub(crate) struct Heap {
-    pub(crate) classes: [ClassCache; NUM_CLASSES],
+    pub(crate) classes: [ClassCache; SPAN_CLASSES],
+    /// The current tiny block (null when none).
+    tiny_ptr: Cell<*mut u8>,
+    /// Bytes used in the current tiny block; [`TINY_BLOCK`] when there is none, so nothing fits.
+    tiny_off: Cell<usize>,
+    /// Tiny objects allocated by this heap.
+    pub(crate) tiny_allocs: AtomicU64,
+    /// `tiny_allocs` when the current tiny block became current.
+    tiny_base: Cell<u64>,
+    /// Tiny objects freed by this heap's thread.
+    pub(crate) tiny_frees: AtomicU64,
     /// Head of the full list (all classes).
     full: Cell<*mut Span>,
     /// Blocks other threads delivered because their span was parked full (see `remote`).
@@ -71,7 +83,12 @@ impl Heap {
                     frees: AtomicU64::new(0),
                     partial: Cell::new(ptr::null_mut()),
                 }
-            }; NUM_CLASSES],
+            }; SPAN_CLASSES],
+            tiny_ptr: Cell::new(ptr::null_mut()),
+            tiny_off: Cell::new(TINY_BLOCK),
+            tiny_allocs: AtomicU64::new(0),
+            tiny_base: Cell::new(0),
+            tiny_frees: AtomicU64::new(0),
             full: Cell::new(ptr::null_mut()),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
@@ -85,7 +102,7 @@ impl Heap {
     /// Points every class at the sentinel span.
     const fn with_current(mut self, empty: *mut Span) -> Heap {
         let mut j = 0;
-        while j < NUM_CLASSES {
+        while j < SPAN_CLASSES {
             self.classes[j].current = Cell::new(empty);
             j += 1;
         }
@@ -218,6 +235,158 @@ pub(crate) unsafe fn free_small(p: *mut u8) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The tiny allocator
+// ---------------------------------------------------------------------------------------------
+//
+// Objects of 1 to 15 bytes are carved, Go-style, from the thread's current 16-byte tiny block at
+// an offset aligned by their size. Unlike Go, they are freed one by one, from any thread, so each
+// block has a live count: one byte in the header of its tiny span (a one-page span whose first
+// 512 bytes hold the counts, one per 16 bytes of the page), found from a pointer by arithmetic.
+//
+// Only the owner allocates from a block, and only while it is current, so allocation does not
+// touch the count: while a block is current its count holds a bias of `TINY_BIAS` minus the
+// frees so far, and the owner tracks how many objects it carved. When the block stops being
+// current the owner subtracts `TINY_BIAS - carved`; from then on the count is the number of live
+// objects. Frees decrement the count atomically (they may come from any thread); whoever brings
+// it to zero (a free, or the owner's retirement) frees the 16-byte block like any small block.
+// The bias keeps a current block from being freed under its owner, and the count never needs a
+// link word, so 1-byte objects work the same as 8-byte ones.
+
+/// Size of a tiny block.
+pub(crate) const TINY_BLOCK: usize = 16;
+/// The bias a current block's count carries (more than a block can hold objects).
+pub(crate) const TINY_BIAS: u8 = 64;
+
+/// Go's alignment of a tiny object's offset, from its size alone.
+#[inline(always)]
+pub(crate) const fn tiny_align(size: usize) -> usize {
+    if size & 7 == 0 {
+        8
+    } else if size & 3 == 0 {
+        4
+    } else if size & 1 == 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Whether a layout is served by the tiny allocator.
+#[inline(always)]
+pub(crate) const fn is_tiny(size: usize, align: usize) -> bool {
+    size.wrapping_sub(1) < TINY_BLOCK - 1 && align <= 8
+}
+
+/// The live count of the tiny block holding `p`.
+#[inline(always)]
+fn tiny_count(p: *const u8) -> *const core::sync::atomic::AtomicU8 {
+    let page = crate::size_class::PAGE_SIZE;
+    let a = p as usize;
+    ((a & !(page - 1)) + ((a & (page - 1)) >> 4)) as *const core::sync::atomic::AtomicU8
+}
+
+/// Allocates a tiny object of `size` bytes (1 to 15) at alignment `align` (at most 8). Tiny
+/// objects always read zero: their blocks are cleared when taken and never reused piecemeal.
+#[inline(always)]
+pub(crate) fn alloc_tiny(size: usize, align: usize) -> *mut u8 {
+    debug_assert!(is_tiny(size, align));
+    let a = if align > tiny_align(size) {
+        align
+    } else {
+        tiny_align(size)
+    };
+    let heap = current_heap();
+    // SAFETY: `heap` is this thread's heap or the sentinel, whose `tiny_off` is TINY_BLOCK so
+    // nothing fits and it is never written. A current block is 16 bytes owned by this heap.
+    unsafe {
+        let h = &*heap;
+        let off = (h.tiny_off.get() + a - 1) & !(a - 1);
+        if off + size <= TINY_BLOCK {
+            h.tiny_off.set(off + size);
+            inc(&h.tiny_allocs);
+            return h.tiny_ptr.get().add(off);
+        }
+        tiny_refill(size)
+    }
+}
+
+/// Takes a new tiny block for an object of `size` bytes; keeps whichever of the old and new
+/// blocks has more room as the current one.
+#[inline(never)]
+unsafe fn tiny_refill(size: usize) -> *mut u8 {
+    let b = alloc_small(TINY_CLASS);
+    if b.is_null() {
+        return b;
+    }
+    // SAFETY: `alloc_small` succeeded, so this thread has a live heap; `b` is a 16-byte block of
+    // a tiny span that we own.
+    unsafe {
+        let h = &*current_heap();
+        (b as *mut [u64; 2]).write([0, 0]);
+        let count = &*tiny_count(b);
+        let old = h.tiny_ptr.get();
+        if old.is_null() || size < h.tiny_off.get() {
+            if !old.is_null() {
+                retire_tiny(h);
+            }
+            count.store(TINY_BIAS, Ordering::Relaxed);
+            h.tiny_base.set(h.tiny_allocs.load(Ordering::Relaxed));
+            h.tiny_ptr.set(b);
+            h.tiny_off.set(size);
+        } else {
+            // A block of its own: not carved from the current block, so keep it out of the
+            // current block's carved count.
+            count.store(1, Ordering::Relaxed);
+            h.tiny_base.set(h.tiny_base.get() + 1);
+        }
+        inc(&h.tiny_allocs);
+        b
+    }
+}
+
+/// Stops carving from the current tiny block: turns its biased count into a live count.
+///
+/// # Safety
+/// `h` is this thread's heap and has a current tiny block.
+unsafe fn retire_tiny(h: &Heap) {
+    let b = h.tiny_ptr.get();
+    let carved = (h.tiny_allocs.load(Ordering::Relaxed) - h.tiny_base.get()) as u8;
+    debug_assert!((1..TINY_BIAS).contains(&carved));
+    h.tiny_ptr.set(ptr::null_mut());
+    h.tiny_off.set(TINY_BLOCK);
+    let drop_by = TINY_BIAS - carved;
+    // SAFETY: the count byte of a live tiny block.
+    let count = unsafe { &*tiny_count(b) };
+    if count.fetch_sub(drop_by, Ordering::AcqRel) == drop_by {
+        // Every object of the block was already freed.
+        // SAFETY: the block is dead and was a small block of a tiny span.
+        unsafe { free_small(b) };
+    }
+}
+
+/// Frees a tiny object.
+///
+/// # Safety
+/// `p` is a live tiny object from [`alloc_tiny`].
+#[inline(always)]
+pub(crate) unsafe fn free_tiny(p: *mut u8) {
+    let heap = current_heap();
+    if heap != empty_heap() {
+        // SAFETY: this thread's live heap.
+        inc(unsafe { &(*heap).tiny_frees });
+    } else {
+        stats::ORPHAN_TINY_FREES.fetch_add(1, Ordering::Relaxed);
+    }
+    // SAFETY: the count byte of the live block holding `p`.
+    let count = unsafe { &*tiny_count(p) };
+    if count.fetch_sub(1, Ordering::Release) == 1 {
+        core::sync::atomic::fence(Ordering::Acquire);
+        // SAFETY: the last object of a retired block is gone, so the block is dead.
+        unsafe { free_small((p as usize & !(TINY_BLOCK - 1)) as *mut u8) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Slow paths
 // ---------------------------------------------------------------------------------------------
 
@@ -314,7 +483,7 @@ unsafe fn refill(h: &Heap, class: usize) -> Option<*mut Span> {
         unsafe { retire_current(h, class, s) };
     }
     // A new span from the page heap.
-    let run = chunk::alloc_pages(class_pages(class))?;
+    let run = chunk::alloc_pages(span_pages(class))?;
     // SAFETY: the page heap gave us this descriptor and its pages.
     let s = unsafe { &*run.span };
     setup_small(s, class, run.zero);
@@ -328,9 +497,10 @@ unsafe fn refill(h: &Heap, class: usize) -> Option<*mut Span> {
 
 /// Initialises a descriptor for a fresh span of `class`.
 fn setup_small(s: &Span, class: usize, zero: bool) {
-    let size = class_size(class);
-    let start = s.start.get();
-    let n = s.npages.get() as usize * crate::size_class::PAGE_SIZE / size;
+    let size = span_block_size(class);
+    // SAFETY: the first block offset is inside the span.
+    let start = unsafe { s.start.get().add(span_first(class)) };
+    let n = (s.npages.get() as usize * crate::size_class::PAGE_SIZE - span_first(class)) / size;
     s.free.set(ptr::null_mut());
     s.used.set(0);
     s.free_zero.set(false);
@@ -577,12 +747,12 @@ struct Central {
 // SAFETY: the list is only touched under its lock.
 unsafe impl Send for Central {}
 
-static CENTRAL: [SpinLock<Central>; NUM_CLASSES] = [const {
+static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
     SpinLock::new(Central {
         head: Cell::new(ptr::null_mut()),
         len: 0,
     })
-}; NUM_CLASSES];
+}; SPAN_CLASSES];
 
 /// Frees `p` into an abandoned span, acting as its owner under the central lock, so that spans
 /// of exited threads go back to the page heap as soon as their last block is freed. Returns
@@ -633,7 +803,7 @@ fn central_pop(class: usize) -> Option<*mut Span> {
 }
 
 /// Spans in the central pool of each class.
-pub(crate) fn central_lens() -> [usize; NUM_CLASSES] {
+pub(crate) fn central_lens() -> [usize; SPAN_CLASSES] {
     core::array::from_fn(|c| CENTRAL[c].lock().len)
 }
 
@@ -763,13 +933,17 @@ unsafe extern "C" fn thread_exit(arg: *mut libc::c_void) {
 /// # Safety
 /// `h` is a heap no thread will use again without taking it from the pool.
 pub(crate) unsafe fn abandon(h: &Heap) {
+    if !h.tiny_ptr.get().is_null() {
+        // SAFETY: `h` is this thread's heap with a current tiny block.
+        unsafe { retire_tiny(h) };
+    }
     // 1. No span of ours may be NOTIFY or NOTIFYING: after this, nobody delivers to `h`.
     for_each_owned(h, |s| remote::quiesce(&s.remote));
     // 2. Take what was delivered before that.
     // SAFETY: `h` is still the owner of its spans.
     unsafe { process_delayed(h) };
     // 3. Hand every span on.
-    for class in 1..NUM_CLASSES {
+    for class in 1..SPAN_CLASSES {
         let cc = &h.classes[class];
         let cur = cc.current.get();
         if cur != empty_span() {
@@ -816,7 +990,7 @@ unsafe fn give_away(s: &Span) {
 }
 
 fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {
-    for class in 1..NUM_CLASSES {
+    for class in 1..SPAN_CLASSES {
         let cc = &h.classes[class];
         let cur = cc.current.get();
         if cur != empty_span() {

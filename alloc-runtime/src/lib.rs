@@ -111,6 +111,9 @@ fn is_small(size: usize, align: usize) -> bool {
 pub fn alloc(layout: Layout) -> *mut u8 {
     let (size, align) = (layout.size(), layout.align());
     if size <= MAX_SMALL_SIZE && align <= 16 {
+        if heap::is_tiny(size, align) {
+            return heap::alloc_tiny(size, align);
+        }
         return heap::alloc_small(class_of_small16(size, align));
     }
     alloc_other(size, align, false)
@@ -130,6 +133,10 @@ pub fn alloc(layout: Layout) -> *mut u8 {
 pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
     let (size, align) = (layout.size(), layout.align());
     if size <= MAX_SMALL_SIZE && align <= 16 {
+        if heap::is_tiny(size, align) {
+            // Tiny objects always read zero.
+            return heap::alloc_tiny(size, align);
+        }
         return heap::alloc_small_zeroed(class_of_small16(size, align), size);
     }
     alloc_other(size, align, true)
@@ -158,7 +165,10 @@ fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
 #[inline]
 pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
-    if is_small(size, align) {
+    if heap::is_tiny(size, align) {
+        // SAFETY: a tiny layout means `ptr` is a tiny object.
+        unsafe { heap::free_tiny(ptr) }
+    } else if is_small(size, align) {
         // SAFETY: a small layout means `ptr` is a small block.
         unsafe { heap::free_small(ptr) }
     } else {
@@ -175,8 +185,16 @@ pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
 /// As for [`dealloc`]; `new_size` rounded up to `layout.align()` must not exceed `isize::MAX`.
 pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
     let (old, align) = (layout.size(), layout.align());
-    if is_small(old, align) {
-        if is_small(new_size, align) && class_of(old, align) == class_of(new_size, align) {
+    if heap::is_tiny(old, align) {
+        // A tiny object can shrink where it is (it stays tiny), never grow.
+        if new_size <= old && new_size > 0 {
+            return ptr;
+        }
+    } else if is_small(old, align) {
+        if is_small(new_size, align)
+            && !heap::is_tiny(new_size, align)
+            && class_of(old, align) == class_of(new_size, align)
+        {
             return ptr;
         }
     } else if !is_small(new_size, align) {
@@ -199,15 +217,17 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     q
 }
 
-/// Bytes usable in a block allocated for `layout` (its class size for small blocks).
+/// Bytes usable in a block allocated for `layout`: its class size for small blocks, the requested
+/// size for tiny (1-15 bytes) and large ones.
 ///
 /// ```
 /// use core::alloc::Layout;
 /// assert_eq!(alloc_runtime::usable_size(Layout::from_size_align(20, 8).unwrap()), 24);
+/// assert_eq!(alloc_runtime::usable_size(Layout::from_size_align(3, 1).unwrap()), 3);
 /// ```
 pub fn usable_size(layout: Layout) -> usize {
     let (size, align) = (layout.size(), layout.align());
-    if is_small(size, align) {
+    if is_small(size, align) && !heap::is_tiny(size, align) {
         class_size(class_of(size, align))
     } else {
         size

@@ -11,6 +11,46 @@
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
+use crate::size_class::{class_pages, class_size, NUM_CLASSES, PAGE_SIZE};
+
+/// Span class of the tiny allocator's 16-byte blocks (after Go's 67 classes).
+pub(crate) const TINY_CLASS: usize = NUM_CLASSES;
+/// Span classes: Go's classes (index 0 unused) and the tiny class.
+pub(crate) const SPAN_CLASSES: usize = NUM_CLASSES + 1;
+/// Bytes at the start of a tiny span that hold its blocks' live counts (one byte per 16 bytes of
+/// the page), so no block starts there.
+pub(crate) const TINY_HEADER: usize = PAGE_SIZE / 16;
+
+/// Block size of a span class.
+#[inline(always)]
+pub(crate) const fn span_block_size(class: usize) -> usize {
+    if class == TINY_CLASS {
+        16
+    } else {
+        class_size(class)
+    }
+}
+
+/// Pages per span of a span class.
+#[inline(always)]
+pub(crate) const fn span_pages(class: usize) -> usize {
+    if class == TINY_CLASS {
+        1
+    } else {
+        class_pages(class)
+    }
+}
+
+/// Offset of the first block in a span of a span class.
+#[inline(always)]
+pub(crate) const fn span_first(class: usize) -> usize {
+    if class == TINY_CLASS {
+        TINY_HEADER
+    } else {
+        0
+    }
+}
+
 /// A free block: its first word links to the next free block.
 #[repr(C)]
 pub(crate) struct Block {
@@ -153,7 +193,7 @@ impl Span {
         if bump >= end {
             return false;
         }
-        let size = crate::size_class::class_size(self.class.get() as usize);
+        let size = span_block_size(self.class.get() as usize);
         // At least one block, otherwise as many as fit in 4 KiB, so fresh pages are touched
         // only as they are needed.
         let n = core::cmp::max(1, 4096 / size).min((end as usize - bump as usize) / size);
