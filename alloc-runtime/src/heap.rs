@@ -131,10 +131,70 @@ thread_local! {
     static HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
 }
 
+thread_local! {
+    /// This thread's heap as seen by the size-specialised routines: the sentinel until the first
+    /// such routine has checked that this allocator is the global allocator.
+    static SPEC_HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
+}
+
 /// This thread's heap (the sentinel if it has none).
 #[inline(always)]
 pub(crate) fn current_heap() -> *mut Heap {
     HEAP.with(|h| h.get())
+}
+
+/// This thread's heap for the size-specialised routines (see [`ensure_spec_heap`]).
+#[inline(always)]
+fn spec_heap() -> *mut Heap {
+    SPEC_HEAP.with(|h| h.get())
+}
+
+/// Whether this allocator is the program's global allocator: 0 not checked yet, 1 yes, 2 no.
+static GLOBAL_CHECK: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+/// Makes the size-specialised routines usable on this thread: gives it a heap, and checks (once
+/// per process) that this allocator is the global allocator. Blocks from these routines are
+/// handed to `Box`/`Vec`, which free them through the global allocator: with another one
+/// installed that would corrupt memory, so it panics instead, naming the fix.
+#[cold]
+#[inline(never)]
+fn ensure_spec_heap() -> bool {
+    let mut heap = current_heap();
+    if heap == empty_heap() {
+        heap = match init_heap() {
+            Some(h) => h,
+            None => return false,
+        };
+    }
+    if GLOBAL_CHECK.load(Ordering::Acquire) != 1 {
+        check_global_allocator();
+    }
+    SPEC_HEAP.with(|c| c.set(heap));
+    true
+}
+
+#[cold]
+fn check_global_allocator() {
+    let layout = core::alloc::Layout::from_size_align(24, 8).expect("valid layout");
+    // SAFETY: a non-zero-sized layout; the block is freed right below with the same layout.
+    let p = unsafe { std::alloc::alloc(layout) };
+    let ours = !p.is_null() && chunk::owns(p);
+    if !p.is_null() {
+        // SAFETY: allocated just above by the global allocator with `layout`.
+        unsafe { std::alloc::dealloc(p, layout) };
+    }
+    if ours {
+        GLOBAL_CHECK.store(1, Ordering::Release);
+        return;
+    }
+    GLOBAL_CHECK.store(2, Ordering::Release);
+    panic!(
+        "specalloc: a size-specialised allocation routine was called, but specalloc is not the \
+         global allocator, so the Box or Vec it built would be freed by another allocator. \
+         Install it in your binary: `#[global_allocator] static GLOBAL: specalloc::SpecAlloc = \
+         specalloc::SpecAlloc;` (or build with the `no-size-specialized` feature, which sends \
+         every specialised entry point to the global allocator)."
+    );
 }
 
 /// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.
@@ -147,46 +207,89 @@ fn inc(c: &AtomicU64) {
 // Fast paths
 // ---------------------------------------------------------------------------------------------
 
-/// Allocates a block of `class` (not zeroed). Null only when the OS refuses memory.
+/// Pops a block of `class` from `heap`'s current span; null when the span has none.
+///
+/// # Safety
+/// `heap` is this thread's heap or the sentinel.
 #[inline(always)]
-pub(crate) fn alloc_small(class: usize) -> *mut u8 {
-    let heap = current_heap();
-    // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and the
-    // fast path writes only after finding a block, which the sentinel never has. The current span
-    // is owned by this heap (or is the sentinel), so its free list is ours to pop.
+unsafe fn pop(heap: *mut Heap, class: usize) -> (*mut u8, bool) {
+    // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and we
+    // write only after finding a block, which the sentinel never has. The current span is owned
+    // by this heap (or is the sentinel), so its free list is ours to pop.
     unsafe {
         let cc = (*heap).classes.get_unchecked(class);
         let span = &*cc.current.get();
         let b = span.free.get();
         if b.is_null() {
-            return alloc_slow(class, None);
-        }
-        span.free.set((*b).next);
-        span.used.set(span.used.get() + 1);
-        inc(&cc.allocs);
-        b.cast()
-    }
-}
-
-/// Allocates a block of `class` whose first `size` bytes read zero.
-#[inline(always)]
-pub(crate) fn alloc_small_zeroed(class: usize, size: usize) -> *mut u8 {
-    let heap = current_heap();
-    // SAFETY: as in `alloc_small`; the block is ours once popped, so we may clear it.
-    unsafe {
-        let cc = (*heap).classes.get_unchecked(class);
-        let span = &*cc.current.get();
-        let b = span.free.get();
-        if b.is_null() {
-            return alloc_slow(class, Some(size));
+            return (b.cast(), false);
         }
         let fresh = span.free_zero.get();
         span.free.set((*b).next);
         span.used.set(span.used.get() + 1);
         inc(&cc.allocs);
-        clear_block(b.cast(), size, fresh);
-        b.cast()
+        (b.cast(), fresh)
     }
+}
+
+/// Allocates a block of `class` (not zeroed). Null only when the OS refuses memory.
+#[inline(always)]
+pub(crate) fn alloc_small(class: usize) -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel.
+    let (b, _) = unsafe { pop(current_heap(), class) };
+    if b.is_null() {
+        // SAFETY: any thread may take the slow path.
+        return unsafe { alloc_slow(class, None) };
+    }
+    b
+}
+
+/// Allocates a block of `class` whose first `size` bytes read zero.
+#[inline(always)]
+pub(crate) fn alloc_small_zeroed(class: usize, size: usize) -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel.
+    let (b, fresh) = unsafe { pop(current_heap(), class) };
+    if b.is_null() {
+        // SAFETY: any thread may take the slow path.
+        return unsafe { alloc_slow(class, Some(size)) };
+    }
+    // SAFETY: the block is ours and at least `size` bytes long.
+    unsafe { clear_block(b, size, fresh) };
+    b
+}
+
+/// The size-specialised routines' fast path: like [`alloc_small`] but through [`spec_heap`],
+/// so that the first call on a thread checks that this allocator is the global one.
+#[inline(always)]
+pub(crate) fn alloc_small_spec(class: usize) -> *mut u8 {
+    // SAFETY: the spec heap is this thread's heap or the sentinel.
+    let (b, _) = unsafe { pop(spec_heap(), class) };
+    if b.is_null() {
+        return alloc_slow_spec(class, None);
+    }
+    b
+}
+
+/// Zeroing variant of [`alloc_small_spec`].
+#[inline(always)]
+pub(crate) fn alloc_small_zeroed_spec(class: usize, size: usize) -> *mut u8 {
+    // SAFETY: the spec heap is this thread's heap or the sentinel.
+    let (b, fresh) = unsafe { pop(spec_heap(), class) };
+    if b.is_null() {
+        return alloc_slow_spec(class, Some(size));
+    }
+    // SAFETY: the block is ours and at least `size` bytes long.
+    unsafe { clear_block(b, size, fresh) };
+    b
+}
+
+#[cold]
+#[inline(never)]
+fn alloc_slow_spec(class: usize, zero: Option<usize>) -> *mut u8 {
+    if !ensure_spec_heap() {
+        return ptr::null_mut();
+    }
+    // SAFETY: any thread may take the slow path.
+    unsafe { alloc_slow(class, zero) }
 }
 
 /// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
@@ -289,13 +392,23 @@ fn tiny_count(p: *const u8) -> *const core::sync::atomic::AtomicU8 {
 /// objects always read zero: their blocks are cleared when taken and never reused piecemeal.
 #[inline(always)]
 pub(crate) fn alloc_tiny(size: usize, align: usize) -> *mut u8 {
+    alloc_tiny_in(current_heap(), size, align, false)
+}
+
+/// The tiny size-specialised routines' fast path (see [`alloc_small_spec`]).
+#[inline(always)]
+pub(crate) fn alloc_tiny_spec(size: usize, align: usize) -> *mut u8 {
+    alloc_tiny_in(spec_heap(), size, align, true)
+}
+
+#[inline(always)]
+fn alloc_tiny_in(heap: *mut Heap, size: usize, align: usize, spec: bool) -> *mut u8 {
     debug_assert!(is_tiny(size, align));
     let a = if align > tiny_align(size) {
         align
     } else {
         tiny_align(size)
     };
-    let heap = current_heap();
     // SAFETY: `heap` is this thread's heap or the sentinel, whose `tiny_off` is TINY_BLOCK so
     // nothing fits and it is never written. A current block is 16 bytes owned by this heap.
     unsafe {
@@ -306,14 +419,17 @@ pub(crate) fn alloc_tiny(size: usize, align: usize) -> *mut u8 {
             inc(&h.tiny_allocs);
             return h.tiny_ptr.get().add(off);
         }
-        tiny_refill(size)
+        tiny_refill(size, spec)
     }
 }
 
 /// Takes a new tiny block for an object of `size` bytes; keeps whichever of the old and new
 /// blocks has more room as the current one.
 #[inline(never)]
-unsafe fn tiny_refill(size: usize) -> *mut u8 {
+unsafe fn tiny_refill(size: usize, spec: bool) -> *mut u8 {
+    if spec && spec_heap() == empty_heap() && !ensure_spec_heap() {
+        return ptr::null_mut();
+    }
     let b = alloc_small(TINY_CLASS);
     if b.is_null() {
         return b;
@@ -918,6 +1034,7 @@ unsafe extern "C" fn thread_exit(arg: *mut libc::c_void) {
             c.set(empty_heap());
         }
     });
+    SPEC_HEAP.with(|c| c.set(empty_heap()));
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };
     // SAFETY: `h` is live; the pool takes it back.

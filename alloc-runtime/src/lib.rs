@@ -38,8 +38,10 @@ mod large;
 mod lock;
 mod os;
 mod remote;
+pub mod routines;
 pub mod size_class;
 mod span;
+pub mod spec;
 mod stats;
 
 use core::alloc::{GlobalAlloc, Layout};
