@@ -132,11 +132,11 @@ fn routines_are_chosen_at_compile_time() {
     const R24: Option<alloc_runtime::routines::Routine> = spec::routine(24, 8, false);
     assert_eq!(
         R24.map(|f| f as usize),
-        Some(alloc_runtime::routines::small_sc3 as usize)
+        Some(alloc_runtime::routines::small_sc3 as alloc_runtime::routines::Routine as usize)
     );
     assert_eq!(
         spec::routine(5, 1, false).map(|f| f as usize),
-        Some(alloc_runtime::routines::tiny_size5 as usize)
+        Some(alloc_runtime::routines::tiny_size5 as alloc_runtime::routines::Routine as usize)
     );
     // 3 bytes at alignment 4 is no type's layout, and no tiny routine aligns a 3-byte object
     // to 4: the generic path takes it.
@@ -145,7 +145,7 @@ fn routines_are_chosen_at_compile_time() {
     if spec::SIZE_SPECIALIZED {
         assert_eq!(
             spec::One::<[u64; 3]>::PLAIN as usize,
-            alloc_runtime::routines::small_sc3 as usize
+            alloc_runtime::routines::small_sc3 as alloc_runtime::routines::Routine as usize
         );
     }
 }
