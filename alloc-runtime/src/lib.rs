@@ -144,6 +144,52 @@ pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
     alloc_other(size, align, true)
 }
 
+/// The generic path fully inlined: like [`alloc`], but the size-class lookup uses `const`
+/// tables, so at a call site with a constant layout the compiler folds the lookup and the
+/// tiny/small/large dispatch away and inlines the allocation fast path. Faster than the
+/// out-of-line call, larger at every call site; the size sweep measures both against the
+/// size-specialised routines.
+///
+/// ```
+/// use core::alloc::Layout;
+/// let layout = Layout::new::<[u64; 5]>();
+/// let p = alloc_runtime::alloc_inline(layout);
+/// assert!(!p.is_null());
+/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// ```
+#[inline(always)]
+pub fn alloc_inline(layout: Layout) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        if heap::is_tiny(size, align) {
+            return heap::alloc_tiny(size, align);
+        }
+        return heap::alloc_small(size_class::class_of_inline(size, align));
+    }
+    alloc_other(size, align, false)
+}
+
+/// Zeroing variant of [`alloc_inline`].
+///
+/// ```
+/// use core::alloc::Layout;
+/// let layout = Layout::new::<[u64; 5]>();
+/// let p = alloc_runtime::alloc_zeroed_inline(layout);
+/// assert!(unsafe { core::slice::from_raw_parts(p, 40) }.iter().all(|&b| b == 0));
+/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// ```
+#[inline(always)]
+pub fn alloc_zeroed_inline(layout: Layout) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        if heap::is_tiny(size, align) {
+            return heap::alloc_tiny(size, align);
+        }
+        return heap::alloc_small_zeroed(size_class::class_of_inline(size, align), size);
+    }
+    alloc_other(size, align, true)
+}
+
 #[cold]
 #[inline(never)]
 fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {

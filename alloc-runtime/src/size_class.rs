@@ -170,6 +170,20 @@ pub fn class_of_small16(size: usize, align: usize) -> usize {
     }
 }
 
+/// Size → class for `size <= MAX_SMALL_SIZE` and `align <= 16` from `const` tables: each call
+/// site gets its own copy of the lookup, which the compiler folds away when the size is a
+/// constant (the fully inlined generic path). Returns the same class as [`class_of`].
+#[inline(always)]
+pub fn class_of_inline(size: usize, align: usize) -> usize {
+    debug_assert!(size <= MAX_SMALL_SIZE && align <= 16);
+    let rounded = (size + align - 1) & !(align - 1);
+    if rounded <= SMALL_SIZE_MAX {
+        CONST_CLASS8[rounded.div_ceil(8)] as usize
+    } else {
+        CONST_CLASS128[(rounded - SMALL_SIZE_MAX).div_ceil(128)] as usize
+    }
+}
+
 /// Run-time size → class for any size and alignment; 0 when not small.
 #[inline]
 pub fn class_of_runtime(size: usize, align: usize) -> usize {
@@ -232,6 +246,9 @@ mod tests {
                 assert_eq!(c, expect, "size {size} align {align}");
                 if align <= 16 {
                     assert_eq!(class_of_runtime(size, align), c, "runtime {size} {align}");
+                    if size <= MAX_SMALL_SIZE {
+                        assert_eq!(class_of_inline(size, align), c, "inline {size} {align}");
+                    }
                 }
                 if c != 0 {
                     assert!(class_align(c) >= align);
