@@ -10,6 +10,7 @@
 
 use core::cell::Cell;
 use core::ptr;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::lock::SpinLock;
 use crate::os;
@@ -64,6 +65,10 @@ pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
 
 struct PageHeap {
     chunks: *mut Chunk,
+    /// Pages handed out (spans and medium objects).
+    in_use: usize,
+    /// Free pages that hold memory (written since mapped or last returned to the OS).
+    dirty_free: usize,
 }
 
 // SAFETY: the raw chunk list is only touched under the page-heap lock.
@@ -71,7 +76,30 @@ unsafe impl Send for PageHeap {}
 
 static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     chunks: ptr::null_mut(),
+    in_use: 0,
+    dirty_free: 0,
 });
+
+/// Bytes of pages handed out by the page heap (readable without the lock).
+pub(crate) static IN_USE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of free pages still holding memory.
+pub(crate) static DIRTY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of free pages returned to the OS so far.
+pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Free pages kept resident whatever the heap's size: 4 MiB.
+const RETAIN_MIN_PAGES: usize = (4 << 20) / PAGE_SIZE;
+
+/// Most free pages kept resident: 4 MiB or an eighth of the pages in use, whichever is more.
+/// Past that, free pages go back to the OS (down to half the bound, so the cost of scanning is
+/// spread over many frees).
+fn retain_limit(in_use: usize) -> usize {
+    RETAIN_MIN_PAGES.max(in_use / 8)
+}
+
+/// Chunks mapped while the heap is smaller than this ask the OS not to back them with huge
+/// pages, so a small program never faults 2 MiB pages for its first allocations.
+const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
 
 #[inline]
 fn bit(words: &[Cell<u64>; WORDS], i: usize) -> bool {
@@ -88,6 +116,10 @@ fn set_range(words: &[Cell<u64>; WORDS], start: usize, n: usize, value: bool) {
 
 fn all_clear(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> bool {
     (start..start + n).all(|i| !bit(words, i))
+}
+
+fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
+    (start..start + n).filter(|&i| bit(words, i)).count()
 }
 
 /// First run of `n` free pages in `c`.
@@ -120,7 +152,12 @@ fn find_run(c: &Chunk, n: usize) -> Option<usize> {
 }
 
 fn new_chunk() -> Option<*mut Chunk> {
+    let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
+    if small_heap {
+        // SAFETY: the chunk was just mapped by us.
+        unsafe { os::no_huge_pages(base.cast(), CHUNK_SIZE) };
+    }
     // SAFETY: fresh zeroed memory large enough for the header; all-zero is a valid header.
     let c = unsafe { &*base };
     set_range(&c.free_bits, HEADER_PAGES, USABLE_PAGES, true);
@@ -164,18 +201,21 @@ pub(crate) fn alloc_pages(npages: usize) -> Option<PageRun> {
     let cr = unsafe { &*chunk };
     set_range(&cr.free_bits, first, npages, false);
     cr.free_pages.set(cr.free_pages.get() - npages);
-    let zero = all_clear(&cr.dirty_bits, first, npages);
+    let dirty = count_set(&cr.dirty_bits, first, npages);
+    let zero = dirty == 0;
     set_range(&cr.dirty_bits, first, npages, true);
+    ph.dirty_free -= dirty;
+    ph.in_use += npages;
+    IN_USE_BYTES.store(ph.in_use * PAGE_SIZE, Ordering::Relaxed);
+    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+    crate::stats::note_in_use();
     let span = &cr.spans[first] as *const Span as *mut Span;
     for p in first..first + npages {
         cr.page_span[p].set(span);
     }
     // SAFETY: the descriptor belongs to pages we now own.
     let s = unsafe { &*span };
-    debug_assert_eq!(
-        s.state.load(core::sync::atomic::Ordering::Relaxed),
-        STATE_FREE
-    );
+    debug_assert_eq!(s.state.load(Ordering::Relaxed), STATE_FREE);
     s.start.set((chunk as usize + first * PAGE_SIZE) as *mut u8);
     s.npages.set(npages as u32);
     drop(ph);
@@ -196,7 +236,7 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     let n = s.npages.get() as usize;
     s.state
         .store(STATE_FREE, core::sync::atomic::Ordering::Relaxed);
-    let _ph = PAGE_HEAP.lock();
+    let mut ph = PAGE_HEAP.lock();
     // SAFETY: the chunk header is live; the lock protects its bitmaps.
     let cr = unsafe { &*chunk };
     debug_assert!(all_clear(&cr.free_bits, first, n), "double free of pages");
@@ -205,6 +245,49 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     }
     set_range(&cr.free_bits, first, n, true);
     cr.free_pages.set(cr.free_pages.get() + n);
+    // Every page of a span was marked dirty when it was handed out.
+    ph.dirty_free += n;
+    ph.in_use -= n;
+    if ph.dirty_free > retain_limit(ph.in_use) {
+        let target = retain_limit(ph.in_use) / 2;
+        scavenge(&mut ph, target);
+    }
+    IN_USE_BYTES.store(ph.in_use * PAGE_SIZE, Ordering::Relaxed);
+    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+}
+
+/// Returns free pages to the OS until at most `target` free pages hold memory.
+fn scavenge(ph: &mut PageHeap, target: usize) {
+    let mut c = ph.chunks;
+    while !c.is_null() && ph.dirty_free > target {
+        // SAFETY: chunks on the list are live; the caller holds the lock.
+        let cr = unsafe { &*c };
+        let mut i = HEADER_PAGES;
+        while i < PAGES_PER_CHUNK && ph.dirty_free > target {
+            let w = cr.free_bits[i / 64].get() & cr.dirty_bits[i / 64].get();
+            if w >> (i % 64) == 0 {
+                i = (i / 64 + 1) * 64;
+                continue;
+            }
+            if !(bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i)) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < PAGES_PER_CHUNK && bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i) {
+                i += 1;
+            }
+            let n = i - start;
+            let addr = (c as usize + start * PAGE_SIZE) as *mut u8;
+            // SAFETY: the run is free pages of a live chunk; nothing holds them.
+            if unsafe { os::decommit(addr, n * PAGE_SIZE) } {
+                set_range(&cr.dirty_bits, start, n, false);
+                ph.dirty_free -= n;
+                RETURNED_BYTES.fetch_add((n * PAGE_SIZE) as u64, Ordering::Relaxed);
+            }
+        }
+        c = cr.next.get();
+    }
 }
 
 /// Page-heap totals: (chunks, free pages).

@@ -8,9 +8,10 @@
 //! Which kind a block is follows from its `Layout` alone, which Rust passes on every free.
 
 use core::ptr;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::chunk::{self, span_of};
+use crate::lock::SpinLock;
 use crate::os::{self, OS_PAGE};
 use crate::size_class::PAGE_SIZE;
 use crate::span::{ListTag, STATE_LARGE};
@@ -34,12 +35,176 @@ struct HugeHeader {
     len: usize,
 }
 
+// ---------------------------------------------------------------------------------------------
+// The cache of freed huge mappings
+// ---------------------------------------------------------------------------------------------
+//
+// A freed huge mapping is kept for reuse only while the cache stays within a fraction (a quarter
+// by default) of the bytes in use, checked whenever a large object is freed or a huge one is
+// allocated: a small program caches little, a large one keeps its reuse. A kept mapping is
+// reused by a huge allocation that fits it with at most a quarter to spare.
+
+const CACHE_SLOTS: usize = 16;
+
+struct HugeCache {
+    /// (mapping start, mapping length), oldest first.
+    entries: [(usize, usize); CACHE_SLOTS],
+    len: usize,
+}
+
+static CACHE: SpinLock<HugeCache> = SpinLock::new(HugeCache {
+    entries: [(0, 0); CACHE_SLOTS],
+    len: 0,
+});
+
+/// Bytes of mappings in the cache.
+pub(crate) static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// The cache's bound at its last check.
+pub(crate) static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of live huge mappings.
+pub(crate) static HUGE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// The cache's bound, in percent of the bytes in use; `usize::MAX` until first read.
+static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Default bound of the huge-mapping cache, in percent of the bytes in use.
+pub const DEFAULT_CACHE_PERCENT: usize = 25;
+
+/// Sets the bound of the cache of freed huge mappings, in percent of the bytes in use (0 turns
+/// the cache off). Also settable with the environment variable `SPECALLOC_LARGE_CACHE_PERCENT`.
+pub(crate) fn set_cache_percent(percent: usize) {
+    CACHE_PERCENT.store(percent, Ordering::Relaxed);
+}
+
+fn cache_percent() -> usize {
+    let p = CACHE_PERCENT.load(Ordering::Relaxed);
+    if p != usize::MAX {
+        return p;
+    }
+    let p = env_percent().unwrap_or(DEFAULT_CACHE_PERCENT);
+    CACHE_PERCENT.store(p, Ordering::Relaxed);
+    p
+}
+
+/// Reads `SPECALLOC_LARGE_CACHE_PERCENT` without allocating.
+fn env_percent() -> Option<usize> {
+    // SAFETY: a NUL-terminated name; getenv returns null or a NUL-terminated string that we only
+    // read before returning.
+    unsafe {
+        let v = libc::getenv(c"SPECALLOC_LARGE_CACHE_PERCENT".as_ptr());
+        if v.is_null() {
+            return None;
+        }
+        let mut n = 0usize;
+        let mut p = v as *const u8;
+        if *p == 0 {
+            return None;
+        }
+        while *p != 0 {
+            let d = (*p).wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            n = n.saturating_mul(10).saturating_add(d as usize);
+            p = p.add(1);
+        }
+        Some(n)
+    }
+}
+
+/// The cache's bound now.
+fn cache_limit() -> usize {
+    let in_use = chunk::IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
+    let limit = in_use / 100 * cache_percent();
+    CACHE_LIMIT.store(limit, Ordering::Relaxed);
+    limit
+}
+
+/// Evicts the oldest mappings until the cache holds at most `limit - room` bytes; returns the
+/// evicted mappings' count written into `out`.
+fn evict(
+    c: &mut HugeCache,
+    limit: usize,
+    room: usize,
+    out: &mut [(usize, usize); CACHE_SLOTS],
+) -> usize {
+    let mut n = 0;
+    let mut bytes = CACHE_BYTES.load(Ordering::Relaxed);
+    while c.len > 0 && (bytes + room > limit || (room > 0 && c.len == CACHE_SLOTS)) {
+        out[n] = c.entries[0];
+        n += 1;
+        bytes -= c.entries[0].1;
+        c.entries.copy_within(1..c.len, 0);
+        c.len -= 1;
+    }
+    CACHE_BYTES.store(bytes, Ordering::Relaxed);
+    n
+}
+
+fn unmap_all(list: &[(usize, usize)]) {
+    for &(base, len) in list {
+        // SAFETY: evicted mappings are ours and hold nothing live.
+        unsafe { os::unmap(base as *mut u8, len) };
+    }
+}
+
+/// Keeps a freed huge mapping if the bound allows, else unmaps it. Trims the cache to the bound.
+fn cache_put(base: usize, len: usize) {
+    let limit = cache_limit();
+    let mut evicted = [(0, 0); CACHE_SLOTS];
+    let keep = len <= limit;
+    let n = {
+        let mut c = CACHE.lock();
+        let n = evict(&mut c, limit, if keep { len } else { 0 }, &mut evicted);
+        if keep {
+            let i = c.len;
+            c.entries[i] = (base, len);
+            c.len += 1;
+            CACHE_BYTES.fetch_add(len, Ordering::Relaxed);
+        }
+        n
+    };
+    unmap_all(&evicted[..n]);
+    if !keep {
+        // SAFETY: the mapping is ours and holds nothing live.
+        unsafe { os::unmap(base as *mut u8, len) };
+    }
+}
+
+/// Trims the cache to its bound (after in-use bytes dropped).
+fn cache_trim() {
+    if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let limit = cache_limit();
+    let mut evicted = [(0, 0); CACHE_SLOTS];
+    let n = evict(&mut CACHE.lock(), limit, 0, &mut evicted);
+    unmap_all(&evicted[..n]);
+}
+
+/// Takes a cached mapping of `need` to `need + need / 4` bytes.
+fn cache_take(need: usize) -> Option<(usize, usize)> {
+    if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let mut c = CACHE.lock();
+    let i = (0..c.len).find(|&i| {
+        let len = c.entries[i].1;
+        len >= need && len - need <= need / 4
+    })?;
+    let e = c.entries[i];
+    let len = c.len;
+    c.entries.copy_within(i + 1..len, i);
+    c.len -= 1;
+    CACHE_BYTES.fetch_sub(e.1, Ordering::Relaxed);
+    Some(e)
+}
+
 /// Allocates a large object. Null when the size is impossible or the OS refuses.
 pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
     if is_medium(size, align) {
         alloc_medium(size, zero)
     } else {
-        alloc_huge(size, align)
+        alloc_huge(size, align, zero)
     }
 }
 
@@ -64,11 +229,26 @@ fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
     p
 }
 
-fn alloc_huge(size: usize, align: usize) -> *mut u8 {
+fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
     let align = align.max(OS_PAGE);
     let Some(body) = size.checked_next_multiple_of(OS_PAGE) else {
         return ptr::null_mut();
     };
+    if align == OS_PAGE {
+        if let Some((base, len)) = cache_take(body + OS_PAGE) {
+            // The header page is the mapping's first page; the object follows.
+            // SAFETY: a cached mapping is ours, unused, and at least `body + OS_PAGE` long.
+            unsafe {
+                (base as *mut HugeHeader).write(HugeHeader { base, len });
+                if zero {
+                    ptr::write_bytes((base + OS_PAGE) as *mut u8, 0, size);
+                }
+            }
+            huge_in_use(len as isize);
+            stats::large_alloc(len);
+            return (base + OS_PAGE) as *mut u8;
+        }
+    }
     let Some(total) = body
         .checked_add(OS_PAGE)
         .and_then(|t| t.checked_add(align - OS_PAGE))
@@ -100,8 +280,18 @@ fn alloc_huge(size: usize, align: usize) -> *mut u8 {
             len: end - hdr,
         })
     };
+    huge_in_use((end - hdr) as isize);
     stats::large_alloc(end - hdr);
     p as *mut u8
+}
+
+fn huge_in_use(delta: isize) {
+    if delta >= 0 {
+        HUGE_BYTES.fetch_add(delta as usize, Ordering::Relaxed);
+        stats::note_in_use();
+    } else {
+        HUGE_BYTES.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+    }
 }
 
 /// Frees a large object.
@@ -118,12 +308,13 @@ pub(crate) unsafe fn free_large(p: *mut u8, size: usize, align: usize) {
         stats::large_free(s.npages.get() as usize * PAGE_SIZE);
         // SAFETY: the run holds only this object, which is dead.
         unsafe { chunk::free_pages(s as *const _ as *mut _) };
+        cache_trim();
     } else {
         // SAFETY: a huge object has its header in the page before it.
         let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
         stats::large_free(h.len);
-        // SAFETY: the mapping holds only this object, which is dead.
-        unsafe { os::unmap(h.base as *mut u8, h.len) };
+        huge_in_use(-(h.len as isize));
+        cache_put(h.base, h.len);
     }
 }
 
@@ -170,5 +361,6 @@ pub(crate) unsafe fn realloc_large(
         })
     };
     stats::large_resize(h.len, new_len);
+    huge_in_use(new_len as isize - h.len as isize);
     Some((m + OS_PAGE) as *mut u8)
 }

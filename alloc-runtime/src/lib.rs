@@ -265,6 +265,18 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     q
 }
 
+/// Sets the bound of the cache of freed huge mappings (objects over 1 MiB), in percent of the
+/// bytes in use; 0 turns the cache off. The default is 25 (a quarter), or the value of the
+/// environment variable `SPECALLOC_LARGE_CACHE_PERCENT` when set.
+///
+/// ```
+/// alloc_runtime::set_large_cache_percent(10);
+/// alloc_runtime::set_large_cache_percent(25);
+/// ```
+pub fn set_large_cache_percent(percent: usize) {
+    large::set_cache_percent(percent);
+}
+
 /// Bytes usable in a block allocated for `layout`: its class size for small blocks, the requested
 /// size for tiny (1-15 bytes) and large ones.
 ///

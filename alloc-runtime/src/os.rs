@@ -67,6 +67,26 @@ pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
     }
 }
 
+/// Tells the OS that `[ptr, ptr + size)` is no longer needed: its pages are dropped and read
+/// back as zero on next touch. Returns whether the advice was taken.
+///
+/// # Safety
+/// The range must be page-aligned, inside one of our mappings, and hold nothing live.
+pub(crate) unsafe fn decommit(ptr: *mut u8, size: usize) -> bool {
+    // SAFETY: the caller guarantees the range is ours and holds nothing live; MADV_DONTNEED on
+    // a private anonymous mapping only discards contents.
+    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) == 0 }
+}
+
+/// Asks the OS not to back `[ptr, ptr + size)` with transparent huge pages.
+///
+/// # Safety
+/// The range must be page-aligned and inside one of our mappings.
+pub(crate) unsafe fn no_huge_pages(ptr: *mut u8, size: usize) {
+    // SAFETY: advice on our own mapping; failure (e.g. a kernel without THP) is harmless.
+    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_NOHUGEPAGE) };
+}
+
 /// Grows or shrinks the mapping `[ptr, ptr + old)` to `new` bytes, moving it if needed.
 ///
 /// # Safety

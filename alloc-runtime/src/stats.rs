@@ -25,6 +25,16 @@ static LARGE_ALLOCS: AtomicU64 = AtomicU64::new(0);
 static LARGE_FREES: AtomicU64 = AtomicU64::new(0);
 static LARGE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
+/// Highest bytes in use seen so far (pages handed out by the page heap plus live huge mappings).
+static PEAK_IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Records the current in-use bytes in the peak (called on slow paths that grow them).
+pub(crate) fn note_in_use() {
+    let cur = crate::chunk::IN_USE_BYTES.load(Ordering::Relaxed)
+        + crate::large::HUGE_BYTES.load(Ordering::Relaxed);
+    PEAK_IN_USE.fetch_max(cur, Ordering::Relaxed);
+}
+
 pub(crate) fn large_alloc(bytes: usize) {
     LARGE_ALLOCS.fetch_add(1, Ordering::Relaxed);
     LARGE_BYTES.fetch_add(bytes, Ordering::Relaxed);
@@ -107,6 +117,20 @@ pub struct Stats {
     pub tiny_blocks: u64,
     /// Spans holding tiny blocks.
     pub tiny_spans: usize,
+    /// Bytes of pages and mappings in use by the allocator: spans (whole, including their free
+    /// blocks) and large objects. Their peak is [`Stats::peak_in_use`].
+    pub pages_in_use: usize,
+    /// Highest `pages_in_use` seen so far.
+    pub peak_in_use: usize,
+    /// Bytes of free pages still resident, kept for reuse (at most 4 MiB or an eighth of
+    /// `pages_in_use`, whichever is more).
+    pub free_resident: usize,
+    /// Bytes of freed pages returned to the OS so far (`madvise`).
+    pub returned_to_os: u64,
+    /// Bytes of freed huge mappings kept in the cache for reuse.
+    pub large_cache_bytes: usize,
+    /// The cache's bound at its last check (a quarter of the bytes in use by default).
+    pub large_cache_limit: usize,
     /// Per-class figures, indexed by class (index 0 unused).
     pub classes: [ClassStats; NUM_CLASSES],
 }
@@ -158,6 +182,13 @@ pub fn stats() -> Stats {
         central_spans: heap::central_lens().iter().sum(),
         chunks: 0,
         free_pages: 0,
+        pages_in_use: crate::chunk::IN_USE_BYTES.load(Ordering::Relaxed)
+            + crate::large::HUGE_BYTES.load(Ordering::Relaxed),
+        peak_in_use: PEAK_IN_USE.load(Ordering::Relaxed),
+        free_resident: crate::chunk::DIRTY_FREE_BYTES.load(Ordering::Relaxed),
+        returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),
+        large_cache_bytes: crate::large::CACHE_BYTES.load(Ordering::Relaxed),
+        large_cache_limit: crate::large::CACHE_LIMIT.load(Ordering::Relaxed),
         tiny_allocs,
         tiny_frees,
         tiny_objects: tiny_allocs.saturating_sub(tiny_frees),
@@ -211,6 +242,16 @@ impl fmt::Display for Stats {
             f,
             "large: {} objects, {} B; chunks {}, free pages {}, central spans {}",
             self.large_objects, self.large_bytes, self.chunks, self.free_pages, self.central_spans
+        )?;
+        writeln!(
+            f,
+            "pages in use {} B (peak {} B), free resident {} B, returned to OS {} B, large cache {} B (limit {} B)",
+            self.pages_in_use,
+            self.peak_in_use,
+            self.free_resident,
+            self.returned_to_os,
+            self.large_cache_bytes,
+            self.large_cache_limit
         )?;
         writeln!(
             f,

@@ -1,0 +1,144 @@
+//! Memory given back: free pages return to the OS past a bound, the huge-mapping cache stays
+//! under its cap, and memory the OS took back reads zero when reused. One test function, so no
+//! other test of this binary disturbs the process-wide figures.
+
+use std::alloc::Layout;
+
+use alloc_runtime::stats;
+
+#[global_allocator]
+static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+
+/// Resident set size of this process, from /proc/self/statm.
+fn rss() -> usize {
+    let s = std::fs::read_to_string("/proc/self/statm").expect("read /proc/self/statm");
+    let pages: usize = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+fn free_pages_return_to_the_os() {
+    let before = stats();
+    let rss0 = rss();
+    // 64 MiB of 1 KiB blocks, each written.
+    let layout = Layout::from_size_align(1024, 8).unwrap();
+    let blocks: Vec<*mut u8> = (0..65536)
+        .map(|i| {
+            let p = alloc_runtime::alloc(layout);
+            assert!(!p.is_null());
+            // SAFETY: a live 1 KiB block.
+            unsafe { p.write_bytes(i as u8 | 1, 1024) };
+            p
+        })
+        .collect();
+    let peak = stats();
+    assert!(peak.peak_in_use >= 64 << 20, "peak {}", peak.peak_in_use);
+    let rss_peak = rss();
+    for p in blocks {
+        // SAFETY: allocated above with `layout`, freed once.
+        unsafe { alloc_runtime::dealloc(p, layout) };
+    }
+    let after = stats();
+    assert!(after.returned_to_os > before.returned_to_os + (32 << 20));
+    // What stays resident of the freed pages is bounded: 4 MiB or an eighth of what is in use.
+    assert!(
+        after.free_resident <= (4 << 20).max(after.pages_in_use / 8),
+        "free resident {} with {} in use",
+        after.free_resident,
+        after.pages_in_use
+    );
+    let rss_after = rss();
+    assert!(
+        rss_after < rss_peak - (32 << 20),
+        "RSS {rss0} -> {rss_peak} -> {rss_after}: freed memory was not returned"
+    );
+    // Memory the OS took back reads zero through alloc_zeroed, and is usable again.
+    let zs: Vec<*mut u8> = (0..4096)
+        .map(|_| {
+            let p = alloc_runtime::alloc_zeroed(layout);
+            // SAFETY: a live 1 KiB block.
+            assert!(unsafe { std::slice::from_raw_parts(p, 1024) }
+                .iter()
+                .all(|&b| b == 0));
+            p
+        })
+        .collect();
+    for p in zs {
+        // SAFETY: allocated above with `layout`.
+        unsafe { alloc_runtime::dealloc(p, layout) };
+    }
+}
+
+fn huge_cache_stays_under_its_cap() {
+    // 40 MB of small data in use, so the cap (a quarter) holds a few mappings.
+    let keep: Vec<Vec<u8>> = (0..20_000).map(|i| vec![i as u8; 2000]).collect();
+    let sizes = [
+        3usize << 20,
+        2 << 20,
+        5 << 20,
+        2 << 20,
+        8 << 20,
+        3 << 20,
+        1 << 21,
+    ];
+    for round in 0..20 {
+        let blocks: Vec<(Layout, *mut u8)> = sizes
+            .iter()
+            .map(|&s| {
+                let l = Layout::from_size_align(s + round * 4096, 8).unwrap();
+                let p = alloc_runtime::alloc(l);
+                assert!(!p.is_null());
+                // SAFETY: a live block of `s` bytes.
+                unsafe {
+                    p.write(1);
+                    p.add(l.size() - 1).write(2);
+                }
+                (l, p)
+            })
+            .collect();
+        for (l, p) in blocks {
+            // SAFETY: allocated above with `l`.
+            unsafe { alloc_runtime::dealloc(p, l) };
+            let s = stats();
+            assert!(
+                s.large_cache_bytes <= s.large_cache_limit,
+                "cache {} over its limit {}",
+                s.large_cache_bytes,
+                s.large_cache_limit
+            );
+        }
+    }
+    let s = stats();
+    assert!(s.large_cache_limit <= s.pages_in_use / 4 + 4096);
+    // A freed mapping is reused: the same size again maps nothing new.
+    let l = Layout::from_size_align(3 << 20, 8).unwrap();
+    let p = alloc_runtime::alloc(l);
+    // SAFETY: allocated with `l`.
+    unsafe { alloc_runtime::dealloc(p, l) };
+    assert!(
+        stats().large_cache_bytes >= 3 << 20,
+        "freed mapping not cached"
+    );
+    let mapped = stats().bytes_mapped;
+    let q = alloc_runtime::alloc_zeroed(l);
+    assert_eq!(stats().bytes_mapped, mapped, "cached mapping not reused");
+    // SAFETY: a live zeroed block of 3 MiB.
+    assert!(unsafe { std::slice::from_raw_parts(q, l.size()) }
+        .iter()
+        .all(|&b| b == 0));
+    // SAFETY: allocated with `l`.
+    unsafe { alloc_runtime::dealloc(q, l) };
+    // With the cache turned off, nothing is kept.
+    alloc_runtime::set_large_cache_percent(0);
+    let p = alloc_runtime::alloc(l);
+    // SAFETY: allocated with `l`.
+    unsafe { alloc_runtime::dealloc(p, l) };
+    assert_eq!(stats().large_cache_bytes, 0);
+    alloc_runtime::set_large_cache_percent(25);
+    drop(keep);
+}
+
+#[test]
+fn memory_goes_back() {
+    free_pages_return_to_the_os();
+    huge_cache_stays_under_its_cap();
+}
