@@ -319,3 +319,13 @@ pub(crate) fn owns(p: *const u8) -> bool {
     }
     false
 }
+
+/// Holds or releases the page-heap lock around `fork` (see `heap::fork_*`).
+pub(crate) fn fork_lock(take: bool) {
+    if take {
+        PAGE_HEAP.raw_lock();
+    } else {
+        // SAFETY: called by the thread that took it in the fork's prepare handler.
+        unsafe { PAGE_HEAP.raw_unlock() };
+    }
+}

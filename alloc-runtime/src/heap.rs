@@ -357,8 +357,19 @@ pub(crate) unsafe fn free_small(p: *mut u8) {
 
 /// Size of a tiny block.
 pub(crate) const TINY_BLOCK: usize = 16;
-/// The bias a current block's count carries (more than a block can hold objects).
-pub(crate) const TINY_BIAS: u8 = 64;
+
+/// The liveness protocol of tiny blocks (shared with the loom model `tests/loom_tiny.rs`).
+mod tiny_proto {
+    #![allow(dead_code)]
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    fn fence_acquire() {
+        core::sync::atomic::fence(Ordering::Acquire);
+    }
+
+    include!("tiny_proto.rs");
+}
+use tiny_proto::{free_count, retire_count, TINY_BIAS};
 
 /// Go's alignment of a tiny object's offset, from its size alone.
 #[inline(always)]
@@ -470,10 +481,9 @@ unsafe fn retire_tiny(h: &Heap) {
     debug_assert!((1..TINY_BIAS).contains(&carved));
     h.tiny_ptr.set(ptr::null_mut());
     h.tiny_off.set(TINY_BLOCK);
-    let drop_by = TINY_BIAS - carved;
     // SAFETY: the count byte of a live tiny block.
     let count = unsafe { &*tiny_count(b) };
-    if count.fetch_sub(drop_by, Ordering::AcqRel) == drop_by {
+    if retire_count(count, carved) {
         // Every object of the block was already freed.
         // SAFETY: the block is dead and was a small block of a tiny span.
         unsafe { free_small(b) };
@@ -495,8 +505,7 @@ pub(crate) unsafe fn free_tiny(p: *mut u8) {
     }
     // SAFETY: the count byte of the live block holding `p`.
     let count = unsafe { &*tiny_count(p) };
-    if count.fetch_sub(1, Ordering::Release) == 1 {
-        core::sync::atomic::fence(Ordering::Acquire);
+    if free_count(count) {
         // SAFETY: the last object of a retired block is gone, so the block is dead.
         unsafe { free_small((p as usize & !(TINY_BLOCK - 1)) as *mut u8) };
     }
@@ -1019,8 +1028,37 @@ fn thread_key() -> Option<libc::pthread_key_t> {
     if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } != 0 {
         return None;
     }
+    // SAFETY: the handlers have the required signature and only take and release our locks.
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_release), Some(fork_release)) };
     KEY.store(key as usize + 1, Ordering::Release);
     Some(key)
+}
+
+/// `fork` prepare handler: takes every allocator lock (in the one order the allocator nests
+/// them: heap pool, central pools, huge cache, page heap), so that no other thread is inside a
+/// critical section when the process is copied. The child then starts with consistent
+/// structures and can allocate and free; threads that did not survive the fork keep their spans
+/// (their blocks can still be freed in the child, as remote frees).
+extern "C" fn fork_prepare() {
+    HEAPS.raw_lock();
+    for c in &CENTRAL {
+        c.raw_lock();
+    }
+    crate::large::fork_lock(true);
+    chunk::fork_lock(true);
+}
+
+/// `fork` parent and child handler: releases what [`fork_prepare`] took.
+extern "C" fn fork_release() {
+    chunk::fork_lock(false);
+    crate::large::fork_lock(false);
+    for c in CENTRAL.iter().rev() {
+        // SAFETY: taken by this thread in `fork_prepare` (in the child, this thread is the
+        // copy of the one that took it).
+        unsafe { c.raw_unlock() };
+    }
+    // SAFETY: as above.
+    unsafe { HEAPS.raw_unlock() };
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.

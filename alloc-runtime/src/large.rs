@@ -364,3 +364,13 @@ pub(crate) unsafe fn realloc_large(
     huge_in_use(new_len as isize - h.len as isize);
     Some((m + OS_PAGE) as *mut u8)
 }
+
+/// Holds or releases the cache lock around `fork` (see `heap::fork_*`).
+pub(crate) fn fork_lock(take: bool) {
+    if take {
+        CACHE.raw_lock();
+    } else {
+        // SAFETY: called by the thread that took it in the fork's prepare handler.
+        unsafe { CACHE.raw_unlock() };
+    }
+}

@@ -42,6 +42,21 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self }
     }
 
+    /// Takes the lock without a guard (for `fork`: held across the fork, released in both
+    /// processes by [`SpinLock::raw_unlock`]).
+    pub(crate) fn raw_lock(&self) {
+        core::mem::forget(self.lock());
+    }
+
+    /// Releases a lock taken by [`SpinLock::raw_lock`].
+    ///
+    /// # Safety
+    /// This thread took the lock with `raw_lock` (in a forked child: the parent's thread that
+    /// forked, which is the child's only thread).
+    pub(crate) unsafe fn raw_unlock(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+
     #[cold]
     fn lock_contended(&self) {
         let mut spins = 0u32;
