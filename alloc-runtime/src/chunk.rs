@@ -40,6 +40,8 @@ pub(crate) struct Chunk {
     free_pages: Cell<usize>,
     /// Next chunk in the page heap's list (protected by the page-heap lock).
     next: Cell<*mut Chunk>,
+    /// The checked mode's side bitmap of live objects (one bit per byte); 0 otherwise.
+    side: Cell<usize>,
 }
 
 /// Pages taken by the chunk header.
@@ -153,7 +155,15 @@ fn find_run(c: &Chunk, n: usize) -> Option<usize> {
 
 fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
+    #[cfg(feature = "checked")]
+    let side = crate::checked::new_side()?;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
+    #[cfg(feature = "checked")]
+    {
+        // SAFETY: fresh header memory of ours.
+        unsafe { (*base).side.set(side) };
+        crate::checked::register_chunk(base as usize);
+    }
     if small_heap {
         // SAFETY: the chunk was just mapped by us.
         unsafe { os::no_huge_pages(base.cast(), CHUNK_SIZE) };
@@ -328,4 +338,16 @@ pub(crate) fn fork_lock(take: bool) {
         // SAFETY: called by the thread that took it in the fork's prepare handler.
         unsafe { PAGE_HEAP.raw_unlock() };
     }
+}
+
+/// The checked mode's side bitmap of the chunk holding `p`.
+///
+/// # Safety-free contract
+/// `p` must be in a registered chunk (the caller checked).
+#[cfg(feature = "checked")]
+pub(crate) fn side_of(p: usize) -> usize {
+    let chunk = (p & !(CHUNK_SIZE - 1)) as *const Chunk;
+    // SAFETY: the caller checked that `p` is in one of our chunks, whose header is mapped; the
+    // field was written before the chunk was registered.
+    unsafe { (*chunk).side.get() }
 }

@@ -227,6 +227,10 @@ unsafe fn pop(heap: *mut Heap, class: usize) -> (*mut u8, bool) {
         span.free.set((*b).next);
         span.used.set(span.used.get() + 1);
         inc(&cc.allocs);
+        #[cfg(feature = "checked")]
+        if class != TINY_CLASS {
+            crate::checked::on_alloc(b.cast());
+        }
         (b.cast(), fresh)
     }
 }
@@ -428,7 +432,10 @@ fn alloc_tiny_in(heap: *mut Heap, size: usize, align: usize, spec: bool) -> *mut
         if off + size <= TINY_BLOCK {
             h.tiny_off.set(off + size);
             inc(&h.tiny_allocs);
-            return h.tiny_ptr.get().add(off);
+            let p = h.tiny_ptr.get().add(off);
+            #[cfg(feature = "checked")]
+            crate::checked::on_alloc(p);
+            return p;
         }
         tiny_refill(size, spec)
     }
@@ -467,6 +474,8 @@ unsafe fn tiny_refill(size: usize, spec: bool) -> *mut u8 {
             h.tiny_base.set(h.tiny_base.get() + 1);
         }
         inc(&h.tiny_allocs);
+        #[cfg(feature = "checked")]
+        crate::checked::on_alloc(b);
         b
     }
 }
@@ -542,6 +551,10 @@ unsafe fn alloc_slow(class: usize, zero: Option<usize>) -> *mut u8 {
         s.free.set((*b).next);
         s.used.set(s.used.get() + 1);
         inc(&h.classes[class].allocs);
+        #[cfg(feature = "checked")]
+        if class != TINY_CLASS {
+            crate::checked::on_alloc(b.cast());
+        }
         if let Some(size) = zero {
             clear_block(b.cast(), size, fresh);
         }

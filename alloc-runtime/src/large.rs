@@ -26,9 +26,16 @@ pub(crate) fn is_medium(size: usize, align: usize) -> bool {
     size <= MEDIUM_MAX && align <= PAGE_SIZE
 }
 
+/// Magic of a live huge object's header.
+const HUGE_LIVE: usize = 0x5350_4543_4855_4745; // "SPECHUGE"
+/// Magic of a freed huge object's header (kept in the cache).
+const HUGE_FREED: usize = 0x5350_4543_4652_4545; // "SPECFREE"
+
 /// Header of a huge object, in the OS page just before it.
 #[repr(C)]
 struct HugeHeader {
+    /// [`HUGE_LIVE`] while the object is live, [`HUGE_FREED`] after.
+    magic: usize,
     /// Start of the mapping (the header's own page).
     base: usize,
     /// Length of the mapping.
@@ -226,6 +233,8 @@ fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
         unsafe { ptr::write_bytes(p, 0, size) };
     }
     stats::large_alloc(npages * PAGE_SIZE);
+    #[cfg(feature = "checked")]
+    crate::checked::on_alloc(p);
     p
 }
 
@@ -239,7 +248,11 @@ fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
             // The header page is the mapping's first page; the object follows.
             // SAFETY: a cached mapping is ours, unused, and at least `body + OS_PAGE` long.
             unsafe {
-                (base as *mut HugeHeader).write(HugeHeader { base, len });
+                (base as *mut HugeHeader).write(HugeHeader {
+                    magic: HUGE_LIVE,
+                    base,
+                    len,
+                });
                 if zero {
                     ptr::write_bytes((base + OS_PAGE) as *mut u8, 0, size);
                 }
@@ -276,6 +289,7 @@ fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
     // SAFETY: the header page is ours and writable.
     unsafe {
         (hdr as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
             base: hdr,
             len: end - hdr,
         })
@@ -312,6 +326,10 @@ pub(crate) unsafe fn free_large(p: *mut u8, size: usize, align: usize) {
     } else {
         // SAFETY: a huge object has its header in the page before it.
         let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
+        debug_assert_eq!(h.magic, HUGE_LIVE);
+        // SAFETY: the header page is ours; marking it freed lets the checked mode see a double
+        // free of a mapping kept in the cache.
+        unsafe { (*((p as usize - OS_PAGE) as *mut HugeHeader)).magic = HUGE_FREED };
         stats::large_free(h.len);
         huge_in_use(-(h.len as isize));
         cache_put(h.base, h.len);
@@ -356,6 +374,7 @@ pub(crate) unsafe fn realloc_large(
     // SAFETY: the header page moved with the mapping and is ours.
     unsafe {
         (m as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
             base: m,
             len: new_len,
         })
@@ -373,4 +392,12 @@ pub(crate) fn fork_lock(take: bool) {
         // SAFETY: called by the thread that took it in the fork's prepare handler.
         unsafe { CACHE.raw_unlock() };
     }
+}
+
+/// Whether the huge object at `p` has a live header (checked mode; the caller made sure the
+/// header page is mapped).
+#[cfg(feature = "checked")]
+pub(crate) fn huge_is_live(p: *mut u8) -> bool {
+    // SAFETY: the caller checked that the header page is mapped.
+    unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read().magic == HUGE_LIVE }
 }

@@ -32,6 +32,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "checked")]
+mod checked;
 mod chunk;
 mod heap;
 mod large;
@@ -213,6 +215,8 @@ fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
 #[inline]
 pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
+    #[cfg(feature = "checked")]
+    check_free(ptr, size, align, false);
     if heap::is_tiny(size, align) {
         // SAFETY: a tiny layout means `ptr` is a tiny object.
         unsafe { heap::free_tiny(ptr) }
@@ -233,6 +237,8 @@ pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
 /// As for [`dealloc`]; `new_size` rounded up to `layout.align()` must not exceed `isize::MAX`.
 pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
     let (old, align) = (layout.size(), layout.align());
+    #[cfg(feature = "checked")]
+    check_free(ptr, old, align, true);
     if heap::is_tiny(old, align) {
         // A tiny object can shrink where it is (it stays tiny), never grow.
         if new_size <= old && new_size > 0 {
@@ -275,6 +281,28 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
 /// ```
 pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
+}
+
+/// Checked mode: validates a free (or, with `keep`, a block about to be resized) and aborts on
+/// misuse.
+#[cfg(feature = "checked")]
+fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
+    use checked::Kind;
+    let kind = if heap::is_tiny(size, align) {
+        Kind::Tiny
+    } else if is_small(size, align) {
+        Kind::Small(class_of(size, align))
+    } else if large::is_medium(size, align) {
+        Kind::Medium(size.div_ceil(PAGE_SIZE))
+    } else {
+        checked::check_huge(ptr, size, align, || large::huge_is_live(ptr));
+        return;
+    };
+    if keep {
+        checked::check_live(ptr, size, align, kind);
+    } else {
+        checked::on_free(ptr, size, align, kind);
+    }
 }
 
 /// Bytes usable in a block allocated for `layout`: its class size for small blocks, the requested
