@@ -21,7 +21,7 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::chunk::{self, span_of};
 use crate::lock::SpinLock;
@@ -59,6 +59,8 @@ pub(crate) struct Heap {
     tiny_base: Cell<u64>,
     /// Tiny objects freed by this heap's thread.
     pub(crate) tiny_frees: AtomicU64,
+    /// This thread's frees of objects of its current tiny block.
+    tiny_cur_frees: Cell<u8>,
     /// Head of the full list (all classes).
     full: Cell<*mut Span>,
     /// Blocks other threads delivered because their span was parked full (see `remote`).
@@ -89,6 +91,7 @@ impl Heap {
             tiny_allocs: AtomicU64::new(0),
             tiny_base: Cell::new(0),
             tiny_frees: AtomicU64::new(0),
+            tiny_cur_frees: Cell::new(0),
             full: Cell::new(ptr::null_mut()),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
@@ -347,17 +350,22 @@ pub(crate) unsafe fn free_small(p: *mut u8) {
 //
 // Objects of 1 to 15 bytes are carved, Go-style, from the thread's current 16-byte tiny block at
 // an offset aligned by their size. Unlike Go, they are freed one by one, from any thread, so each
-// block has a live count: one byte in the header of its tiny span (a one-page span whose first
-// 512 bytes hold the counts, one per 16 bytes of the page), found from a pointer by arithmetic.
+// block has live counts in the header of its tiny span (a one-page span whose first
+// `TINY_HEADER` bytes hold them), found from a pointer by arithmetic. The protocol is in
+// `tiny_proto.rs` (shared with the loom model `tests/loom_tiny.rs`); in short:
 //
-// Only the owner allocates from a block, and only while it is current, so allocation does not
-// touch the count: while a block is current its count holds a bias of `TINY_BIAS` minus the
-// frees so far, and the owner tracks how many objects it carved. When the block stops being
-// current the owner subtracts `TINY_BIAS - carved`; from then on the count is the number of live
-// objects. Frees decrement the count atomically (they may come from any thread); whoever brings
-// it to zero (a free, or the owner's retirement) frees the 16-byte block like any small block.
-// The bias keeps a current block from being freed under its owner, and the count never needs a
-// link word, so 1-byte objects work the same as 8-byte ones.
+// - carving from the current block touches no count (the heap counts what it carved);
+// - the owner's frees of the current block only bump a heap counter; its frees of other blocks
+//   are a plain store of the block's local count and a load of its word: no atomic RMW;
+// - other threads add one to the block's remote count (one atomic); if that does not settle
+//   whether the block died, they mark it dirty in the span header and hand the span's *token*
+//   (an address in the header, never a block) to the owner through the span's remote-free list,
+//   and the owner re-checks the dirty blocks when it collects that list;
+// - whoever finds a block dead claims it with one compare-and-swap and frees the 16-byte block
+//   like any small block; 1-byte objects never need a link word.
+//
+// A thread freeing remotely holds the span's `tiny_inflight` count while it touches the span
+// header, and a span is not given back to the page heap while that count is non-zero.
 
 /// Size of a tiny block.
 pub(crate) const TINY_BLOCK: usize = 16;
@@ -365,15 +373,46 @@ pub(crate) const TINY_BLOCK: usize = 16;
 /// The liveness protocol of tiny blocks (shared with the loom model `tests/loom_tiny.rs`).
 mod tiny_proto {
     #![allow(dead_code)]
-    use core::sync::atomic::{AtomicU8, Ordering};
-
-    fn fence_acquire() {
-        core::sync::atomic::fence(Ordering::Acquire);
-    }
+    use core::sync::atomic::{AtomicU16, AtomicU8, Ordering};
 
     include!("tiny_proto.rs");
 }
-use tiny_proto::{free_count, retire_count, TINY_BIAS};
+
+/// Tiny span header: the token's link word.
+const TINY_TOKEN: usize = 0;
+/// Tiny span header: whether the token is on its way to the owner (AtomicU8).
+const TINY_TOKEN_SENT: usize = 8;
+/// Tiny span header: one dirty bit per 16-byte slot of the page (64 bytes).
+const TINY_DIRTY: usize = 64;
+/// Tiny span header: one word (u16) per slot.
+const TINY_WORDS: usize = 128;
+/// Tiny span header: one owner-free count (u8) per slot.
+const TINY_LOCALS: usize = TINY_WORDS + 2 * (crate::size_class::PAGE_SIZE / 16);
+const _: () = assert!(TINY_LOCALS + crate::size_class::PAGE_SIZE / 16 <= crate::span::TINY_HEADER);
+
+#[inline(always)]
+fn page_of(p: usize) -> usize {
+    p & !(crate::size_class::PAGE_SIZE - 1)
+}
+
+#[inline(always)]
+fn slot_of(p: usize) -> usize {
+    (p & (crate::size_class::PAGE_SIZE - 1)) >> 4
+}
+
+/// The word of the tiny block holding `p`.
+#[inline(always)]
+fn tiny_word(p: usize) -> &'static AtomicU16 {
+    // SAFETY: `p` is in a live tiny block, whose span page starts with the header.
+    unsafe { &*((page_of(p) + TINY_WORDS + 2 * slot_of(p)) as *const AtomicU16) }
+}
+
+/// The owner-free count of the tiny block holding `p`.
+#[inline(always)]
+fn tiny_local(p: usize) -> &'static AtomicU8 {
+    // SAFETY: as in `tiny_word`.
+    unsafe { &*((page_of(p) + TINY_LOCALS + slot_of(p)) as *const AtomicU8) }
+}
 
 /// Go's alignment of a tiny object's offset, from its size alone.
 #[inline(always)]
@@ -393,14 +432,6 @@ pub(crate) const fn tiny_align(size: usize) -> usize {
 #[inline(always)]
 pub(crate) const fn is_tiny(size: usize, align: usize) -> bool {
     size.wrapping_sub(1) < TINY_BLOCK - 1 && align <= 8
-}
-
-/// The live count of the tiny block holding `p`.
-#[inline(always)]
-fn tiny_count(p: *const u8) -> *const core::sync::atomic::AtomicU8 {
-    let page = crate::size_class::PAGE_SIZE;
-    let a = p as usize;
-    ((a & !(page - 1)) + ((a & (page - 1)) >> 4)) as *const core::sync::atomic::AtomicU8
 }
 
 /// Allocates a tiny object of `size` bytes (1 to 15) at alignment `align` (at most 8). Tiny
@@ -457,20 +488,21 @@ unsafe fn tiny_refill(size: usize, spec: bool) -> *mut u8 {
     unsafe {
         let h = &*current_heap();
         (b as *mut [u64; 2]).write([0, 0]);
-        let count = &*tiny_count(b);
+        let (word, local) = (tiny_word(b as usize), tiny_local(b as usize));
         let old = h.tiny_ptr.get();
         if old.is_null() || size < h.tiny_off.get() {
             if !old.is_null() {
                 retire_tiny(h);
             }
-            count.store(TINY_BIAS, Ordering::Relaxed);
+            tiny_proto::start(word, local, 0);
             h.tiny_base.set(h.tiny_allocs.load(Ordering::Relaxed));
+            h.tiny_cur_frees.set(0);
             h.tiny_ptr.set(b);
             h.tiny_off.set(size);
         } else {
             // A block of its own: not carved from the current block, so keep it out of the
             // current block's carved count.
-            count.store(1, Ordering::Relaxed);
+            tiny_proto::start(word, local, 1);
             h.tiny_base.set(h.tiny_base.get() + 1);
         }
         inc(&h.tiny_allocs);
@@ -480,21 +512,27 @@ unsafe fn tiny_refill(size: usize, spec: bool) -> *mut u8 {
     }
 }
 
-/// Stops carving from the current tiny block: turns its biased count into a live count.
+/// Stops carving from the current tiny block: publishes how many objects it holds.
 ///
 /// # Safety
 /// `h` is this thread's heap and has a current tiny block.
 unsafe fn retire_tiny(h: &Heap) {
     let b = h.tiny_ptr.get();
     let carved = (h.tiny_allocs.load(Ordering::Relaxed) - h.tiny_base.get()) as u8;
-    debug_assert!((1..TINY_BIAS).contains(&carved));
+    debug_assert!(carved <= 16);
+    let freed = h.tiny_cur_frees.get();
     h.tiny_ptr.set(ptr::null_mut());
     h.tiny_off.set(TINY_BLOCK);
-    // SAFETY: the count byte of a live tiny block.
-    let count = unsafe { &*tiny_count(b) };
-    if retire_count(count, carved) {
-        // Every object of the block was already freed.
-        // SAFETY: the block is dead and was a small block of a tiny span.
+    h.tiny_cur_frees.set(0);
+    if freed == carved {
+        // Every object was freed by this thread, so no other thread holds a piece of it.
+        // SAFETY: the block is dead and ours.
+        unsafe { free_small(b) };
+        return;
+    }
+    tiny_local(b as usize).store(freed, Ordering::Relaxed);
+    if tiny_proto::retire(tiny_word(b as usize), freed, carved) {
+        // SAFETY: every object of the block was already freed and we claimed it.
         unsafe { free_small(b) };
     }
 }
@@ -506,18 +544,130 @@ unsafe fn retire_tiny(h: &Heap) {
 #[inline(always)]
 pub(crate) unsafe fn free_tiny(p: *mut u8) {
     let heap = current_heap();
+    let block = p as usize & !(TINY_BLOCK - 1);
+    // SAFETY: `heap` is this thread's heap or the sentinel (whose current block is null).
+    let h = unsafe { &*heap };
+    if block == h.tiny_ptr.get() as usize {
+        // Our current block: just count it (the block cannot die while current).
+        inc(&h.tiny_frees);
+        let freed = h.tiny_cur_frees.get() + 1;
+        let allocs = h.tiny_allocs.load(Ordering::Relaxed);
+        if allocs - h.tiny_base.get() == freed as u64 {
+            // Everything carved from it was freed here (so no other thread can hold a piece):
+            // start the block over instead of moving on to a new one.
+            // SAFETY: the block is ours and holds no live object.
+            unsafe { (block as *mut [u64; 2]).write([0, 0]) };
+            h.tiny_off.set(0);
+            h.tiny_base.set(allocs);
+            h.tiny_cur_frees.set(0);
+        } else {
+            h.tiny_cur_frees.set(freed);
+        }
+        return;
+    }
+    // SAFETY: `p` is in a live tiny block, so its span descriptor is valid.
+    let span = unsafe { &*span_of(p) };
+    if span.owner_word() & !OWNER_FULL == heap as usize {
+        // The span is ours: a plain store of the owner-free count.
+        inc(&h.tiny_frees);
+        let local = tiny_local(block);
+        let n = local.load(Ordering::Relaxed).wrapping_add(1);
+        local.store(n, Ordering::Relaxed);
+        if tiny_proto::owner_free(tiny_word(block), n) {
+            // SAFETY: the block is dead and claimed by us.
+            unsafe { free_small(block as *mut u8) };
+        }
+        return;
+    }
+    // SAFETY: forwarded.
+    unsafe { free_tiny_remote(heap, span, block) };
+}
+
+/// Frees a tiny object of a block whose span this thread does not own.
+///
+/// # Safety
+/// `block` is a live tiny block of `span` holding the object being freed.
+#[inline(never)]
+unsafe fn free_tiny_remote(heap: *mut Heap, span: &Span, block: usize) {
     if heap != empty_heap() {
         // SAFETY: this thread's live heap.
         inc(unsafe { &(*heap).tiny_frees });
     } else {
         stats::ORPHAN_TINY_FREES.fetch_add(1, Ordering::Relaxed);
     }
-    // SAFETY: the count byte of the live block holding `p`.
-    let count = unsafe { &*tiny_count(p) };
-    if free_count(count) {
-        // SAFETY: the last object of a retired block is gone, so the block is dead.
-        unsafe { free_small((p as usize & !(TINY_BLOCK - 1)) as *mut u8) };
+    // Keep the span header alive while we touch it (see `release_span`).
+    span.tiny_inflight.fetch_add(1, Ordering::Acquire);
+    match tiny_proto::remote_free(tiny_word(block), tiny_local(block)) {
+        Some(true) => {
+            // Done with the header; the claimed block keeps the span alive until it is freed.
+            span.tiny_inflight.fetch_sub(1, Ordering::Release);
+            // SAFETY: the block is dead and claimed by us.
+            unsafe { free_small(block as *mut u8) };
+            return;
+        }
+        Some(false) => {}
+        None => {
+            // The owner must re-check this block: mark it and send the span's token.
+            let page = page_of(block);
+            let slot = slot_of(block);
+            // SAFETY: the span header of a live tiny span.
+            let dirty = unsafe { &*((page + TINY_DIRTY + 8 * (slot / 64)) as *const AtomicU64) };
+            dirty.fetch_or(1 << (slot % 64), Ordering::Release);
+            // SAFETY: as above.
+            let sent = unsafe { &*((page + TINY_TOKEN_SENT) as *const AtomicU8) };
+            if sent.swap(1, Ordering::AcqRel) == 0 {
+                // SAFETY: the token word is ours until the owner takes it from a list; the owner
+                // keeps its heap alive while the span is NOTIFYING.
+                unsafe {
+                    remote::free_remote(&span.remote, &span.owner, page + TINY_TOKEN, |hp| {
+                        &(*(hp as *const Heap)).delayed
+                    });
+                }
+            }
+        }
     }
+    span.tiny_inflight.fetch_sub(1, Ordering::Release);
+}
+
+/// Whether an entry taken from a remote or delayed list is a tiny span's token.
+#[inline]
+fn is_token(entry: usize) -> bool {
+    entry & (crate::size_class::PAGE_SIZE - 1) == TINY_TOKEN && {
+        // SAFETY: every list entry is a block or a token, inside a live span.
+        let s = unsafe { &*span_of(entry as *const u8) };
+        s.class.get() as usize == TINY_CLASS
+    }
+}
+
+/// The owner (or the central-lock holder) takes a tiny span's token: re-checks its dirty blocks
+/// and frees the dead ones onto the span's free list. Returns how many blocks died.
+fn take_token(s: &Span, token: usize) -> u32 {
+    let page = page_of(token);
+    // SAFETY: the span header of a live tiny span we own.
+    let sent = unsafe { &*((page + TINY_TOKEN_SENT) as *const AtomicU8) };
+    sent.store(0, Ordering::Release);
+    let mut died = 0;
+    for w in 0..crate::size_class::PAGE_SIZE / 16 / 64 {
+        // SAFETY: as above.
+        let dirty = unsafe { &*((page + TINY_DIRTY + 8 * w) as *const AtomicU64) };
+        let mut bits = dirty.swap(0, Ordering::Acquire);
+        while bits != 0 {
+            let slot = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let block = page + slot * TINY_BLOCK;
+            let local = tiny_local(block).load(Ordering::Relaxed);
+            if tiny_proto::owner_free(tiny_word(block), local) {
+                // SAFETY: a dead block of our span, claimed by us.
+                unsafe { s.push_local(block as *mut Block) };
+                died += 1;
+            }
+        }
+    }
+    if died > 0 {
+        // These 16-byte blocks are freed here rather than through `free_small`: count them.
+        stats::ORPHAN_FREES[TINY_CLASS].fetch_add(died as u64, Ordering::Relaxed);
+    }
+    died
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,6 +796,11 @@ fn setup_small(s: &Span, class: usize, zero: bool) {
     s.set_tag(ListTag::None);
     s.bump_zero.set(zero);
     s.remote.store(0, Ordering::Relaxed);
+    if class == TINY_CLASS {
+        // A clean token, token flag and dirty bitmap (the words and counts are set per block).
+        // SAFETY: the header bytes of the span's page, which we own.
+        unsafe { ptr::write_bytes(s.start.get(), 0, TINY_WORDS) };
+    }
     s.bump.set(start);
     // SAFETY: `n` whole blocks fit in the span.
     s.end.set(unsafe { start.add(n * size) });
@@ -713,6 +868,9 @@ fn collect_remote(s: &Span) -> u32 {
     if head == 0 {
         return 0;
     }
+    if s.class.get() as usize == TINY_CLASS {
+        return collect_remote_tiny(s, head);
+    }
     let mut n = 1u32;
     let mut tail = head;
     loop {
@@ -728,6 +886,28 @@ fn collect_remote(s: &Span) -> u32 {
     // SAFETY: `tail` is a block we own.
     unsafe { (*(tail as *mut Block)).next = s.free.get() };
     s.free.set(head as *mut Block);
+    s.free_zero.set(false);
+    debug_assert!(s.used.get() >= n);
+    s.used.set(s.used.get() - n);
+    n
+}
+
+/// [`collect_remote`] for a tiny span, whose list may hold its token among its blocks.
+fn collect_remote_tiny(s: &Span, head: usize) -> u32 {
+    let mut n = 0;
+    let mut e = head;
+    while e != 0 {
+        // SAFETY: entries of a taken list are ours: blocks of `s`, or its token.
+        let next = unsafe { remote::link_of(e) };
+        if e & (crate::size_class::PAGE_SIZE - 1) == TINY_TOKEN {
+            n += take_token(s, e);
+        } else {
+            // SAFETY: a free block of `s`.
+            unsafe { s.push_local(e as *mut Block) };
+            n += 1;
+        }
+        e = next;
+    }
     s.free_zero.set(false);
     debug_assert!(s.used.get() >= n);
     s.used.set(s.used.get() - n);
@@ -757,9 +937,13 @@ unsafe fn span_emptied(h: &Heap, s: &Span) {
 /// The caller owns `s`, which holds no live block and is on no list.
 unsafe fn release_span(s: &Span) {
     debug_assert_eq!(s.used.get(), 0);
-    // A thread may still be finishing a notification of this span (its block already arrived);
-    // wait for it, so that it does not touch the descriptor after reuse.
+    // A thread may still be finishing a notification of this span (its block already arrived),
+    // or a remote tiny free may still be touching its header; wait for them, so that they do not
+    // touch the span after reuse.
     remote::quiesce(&s.remote);
+    while s.tiny_inflight.load(Ordering::Acquire) != 0 {
+        core::hint::spin_loop();
+    }
     debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
     s.owner.store(0, Ordering::Relaxed);
     stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
@@ -826,14 +1010,32 @@ unsafe fn process_delayed(h: &Heap) {
         unsafe {
             let next = remote::link_of(b);
             let s = &*span_of(b as *const u8);
+            let died = if is_token(b) {
+                take_token(s, b)
+            } else {
+                s.push_local(b as *mut Block);
+                1
+            };
             if s.tag() == ListTag::Full {
-                unpark(h, s);
+                if died > 0 {
+                    unpark(h, s);
+                } else {
+                    // A token without a dead block: the span stays parked, so ask again to be
+                    // told of its next remote free.
+                    remote::quiesce(&s.remote);
+                    remote::set_notify(&s.remote);
+                    if s.remote.load(Ordering::Acquire) & !remote::STATE_MASK != 0 {
+                        unpark(h, s);
+                        collect_remote(s);
+                    }
+                }
             }
-            s.push_local(b as *mut Block);
-            let used = s.used.get() - 1;
-            s.used.set(used);
-            if used == 0 {
-                span_emptied(h, s);
+            if died > 0 {
+                let used = s.used.get() - died;
+                s.used.set(used);
+                if used == 0 {
+                    span_emptied(h, s);
+                }
             }
             b = next;
         }

@@ -9,7 +9,7 @@
 //! as all-zero bytes from the OS: every field's zero is its "unused" value.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::size_class::{class_pages, class_size, NUM_CLASSES, PAGE_SIZE};
 
@@ -17,9 +17,9 @@ use crate::size_class::{class_pages, class_size, NUM_CLASSES, PAGE_SIZE};
 pub(crate) const TINY_CLASS: usize = NUM_CLASSES;
 /// Span classes: Go's classes (index 0 unused) and the tiny class.
 pub(crate) const SPAN_CLASSES: usize = NUM_CLASSES + 1;
-/// Bytes at the start of a tiny span that hold its blocks' live counts (one byte per 16 bytes of
-/// the page), so no block starts there.
-pub(crate) const TINY_HEADER: usize = PAGE_SIZE / 16;
+/// Bytes at the start of a tiny span that hold its blocks' live counts (see `heap.rs`), so no
+/// block starts there: 104 of the page's 512 slots.
+pub(crate) const TINY_HEADER: usize = 128 + 3 * (PAGE_SIZE / 16);
 
 /// Block size of a span class.
 #[inline(always)]
@@ -120,6 +120,8 @@ pub(crate) struct Span {
     pub(crate) state: AtomicU8,
     /// Requested bytes of a large object.
     pub(crate) large_size: Cell<usize>,
+    /// Threads inside a remote tiny free of this span (see `heap::free_tiny_remote`).
+    pub(crate) tiny_inflight: AtomicU32,
 }
 
 impl Span {
@@ -142,6 +144,7 @@ impl Span {
             npages: Cell::new(0),
             state: AtomicU8::new(STATE_FREE),
             large_size: Cell::new(0),
+            tiny_inflight: AtomicU32::new(0),
         }
     }
 
