@@ -530,7 +530,7 @@ unsafe fn retire_tiny(h: &Heap) {
         unsafe { free_small(b) };
         return;
     }
-    tiny_local(b as usize).store(freed, Ordering::Relaxed);
+    tiny_local(b as usize).store(freed, Ordering::Release);
     if tiny_proto::retire(tiny_word(b as usize), freed, carved) {
         // SAFETY: every object of the block was already freed and we claimed it.
         unsafe { free_small(b) };
@@ -572,7 +572,9 @@ pub(crate) unsafe fn free_tiny(p: *mut u8) {
         inc(&h.tiny_frees);
         let local = tiny_local(block);
         let n = local.load(Ordering::Relaxed).wrapping_add(1);
-        local.store(n, Ordering::Relaxed);
+        // Release: a remote thread that reads this count and claims the block must see our
+        // last use of the object first.
+        local.store(n, Ordering::Release);
         if tiny_proto::owner_free(tiny_word(block), n) {
             // SAFETY: the block is dead and claimed by us.
             unsafe { free_small(block as *mut u8) };
@@ -1121,9 +1123,11 @@ unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool {
 }
 
 fn central_push(class: usize, s: &Span) {
+    let mut c = CENTRAL[class].lock();
+    // Under the lock: a thread that sees owner 0 and frees into the span through
+    // `free_to_central` must find it on the pool list, after everything we did to it.
     s.owner.store(0, Ordering::Relaxed);
     s.set_tag(ListTag::Central);
-    let mut c = CENTRAL[class].lock();
     push_front(&c.head, s);
     c.len += 1;
 }

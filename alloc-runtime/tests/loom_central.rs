@@ -1,0 +1,461 @@
+//! loom models of the span hand-offs through the central pools (`src/heap.rs`): a thread exit
+//! abandons its span into the pool (`abandon` -> `give_away` -> `central_push`), other threads
+//! free blocks of the span (`free_slow` -> `free_to_central`, or the remote list), and a refill
+//! adopts it (`refill` -> `central_pop`), while an emptied span goes back to the page heap
+//! (`release_span`) from whichever side freed its last block.
+//!
+//! The model mirrors those functions on a three-block span:
+//! - the owner-only fields (`used`, the local free list) are `loom::cell::UnsafeCell`s, so loom
+//!   reports every access that is not ordered after the previous owner's (the real fields are
+//!   `Cell`s that only the owner, or the holder of the pool lock, may touch);
+//! - the list tag (a `Cell<u8>` in the real span) is a relaxed atomic here, so that the models
+//!   check the protocol's logic rather than stopping at a formal race on that byte;
+//! - the remote list is a bitmask of blocks (`remote::free_remote` pushes with `Release`,
+//!   `remote::take_remote` takes with `Acquire`); its notification states are covered by
+//!   `loom_remote.rs` and are `NONE` here (an exiting owner quiesces its spans first);
+//! - the central pool is a `loom::sync::Mutex` around the list of spans it holds;
+//! - ghost state (plain `std` atomics, outside loom's model: loom runs one thread at a time, so
+//!   they record the order in which things actually happened) tracks which blocks are live and
+//!   whether the span went back to the page heap.
+//!
+//! Checked: every block freed exactly once is accounted for (the span's `used` count plus the
+//! blocks on its lists match the live blocks), the span is released at most once and only when
+//! empty, it is never in the pool after its release, and no block is pushed to it after its
+//! release.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU8 as GhostU8, AtomicUsize as GhostUsize, Ordering::SeqCst};
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+
+/// `ListTag` values of `span.rs`.
+const TAG_NONE: u8 = 0;
+const TAG_CURRENT: u8 = 1;
+const TAG_CENTRAL: u8 = 4;
+
+/// Runs a loom model with at most `preemptions` preemptions per execution (`None`: exhaustive).
+fn model<F: Fn() + Sync + Send + 'static>(preemptions: Option<usize>, f: F) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = preemptions;
+    b.check(f);
+}
+
+/// Blocks per span in the model.
+const BLOCKS: usize = 3;
+
+/// Owner words of the model's heaps (any non-zero address).
+const HEAP_OLD: usize = 0x100;
+const HEAP_NEW: usize = 0x200;
+
+/// Ghost block states.
+const FREE: u8 = 0;
+const LIVE: u8 = 1;
+
+/// The model's span descriptor (`span::Span`).
+struct Span {
+    /// Blocks handed out and not yet freed locally, plus one while current (`Span::used`).
+    used: UnsafeCell<u32>,
+    /// The local free list (`Span::free`).
+    free: UnsafeCell<Vec<usize>>,
+    /// `Span::list`.
+    tag: AtomicU8,
+    /// `Span::owner`: the owning heap, 0 when nobody owns it.
+    owner: AtomicUsize,
+    /// `Span::remote`, as a set of blocks.
+    remote: AtomicUsize,
+    /// Ghost: how often the span went back to the page heap.
+    released: GhostUsize,
+    /// Ghost: each block's state.
+    blocks: [GhostU8; BLOCKS],
+}
+
+/// The model's central pool of the span's class (`heap::CENTRAL[class]`): the spans it holds
+/// (only ours, id 0, in these models).
+type Pool = Mutex<Vec<usize>>;
+
+/// How `central_push` orders its writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Push {
+    /// As `heap::central_push` does today: the owner word and the tag are written before the
+    /// pool lock is taken.
+    TagThenLock,
+    /// The owner word and the tag written under the pool lock.
+    TagUnderLock,
+}
+
+struct World {
+    span: Span,
+    pool: Pool,
+    push: Push,
+}
+
+impl World {
+    /// A span that is heap `HEAP_OLD`'s current span, with the blocks of `live` handed out.
+    fn owned_current(live: &[usize], push: Push) -> World {
+        World::new(live, TAG_CURRENT, HEAP_OLD, 1, false, push)
+    }
+
+    /// A span abandoned earlier into the central pool, with the blocks of `live` handed out.
+    fn in_central(live: &[usize], push: Push) -> World {
+        World::new(live, TAG_CENTRAL, 0, 0, true, push)
+    }
+
+    fn new(live: &[usize], tag: u8, owner: usize, pin: u32, pooled: bool, push: Push) -> World {
+        let blocks = [GhostU8::new(FREE), GhostU8::new(FREE), GhostU8::new(FREE)];
+        for &b in live {
+            blocks[b].store(LIVE, SeqCst);
+        }
+        World {
+            span: Span {
+                used: UnsafeCell::new(live.len() as u32 + pin),
+                free: UnsafeCell::new((0..BLOCKS).filter(|b| !live.contains(b)).collect()),
+                tag: AtomicU8::new(tag),
+                owner: AtomicUsize::new(owner),
+                remote: AtomicUsize::new(0),
+                released: GhostUsize::new(0),
+                blocks,
+            },
+            pool: Mutex::new(if pooled { vec![0] } else { Vec::new() }),
+            push,
+        }
+    }
+
+    fn used(&self) -> u32 {
+        // SAFETY: a read by the span's current owner (checked by loom).
+        self.span.used.with(|u| unsafe { *u })
+    }
+
+    fn set_used(&self, v: u32) {
+        // SAFETY: a write by the span's current owner (checked by loom).
+        self.span.used.with_mut(|u| unsafe { *u = v });
+    }
+
+    fn assert_not_released(&self, what: &str) {
+        assert_eq!(
+            self.span.released.load(SeqCst),
+            0,
+            "{what} after the span's release"
+        );
+    }
+
+    /// Ghost: the holder of `b` gives it up.
+    fn ghost_free(&self, b: usize) {
+        assert_eq!(
+            self.span.blocks[b].swap(FREE, SeqCst),
+            LIVE,
+            "block {b} freed twice"
+        );
+    }
+
+    /// `Span::push_local` (by the owner, or the holder of the pool lock).
+    fn push_local(&self, b: usize) {
+        self.assert_not_released("local free");
+        // SAFETY: a write by the span's current owner (checked by loom).
+        self.span.free.with_mut(|f| unsafe { (*f).push(b) });
+    }
+
+    /// `remote::free_remote` with the span's remote state NONE: a push on the remote list.
+    fn push_remote(&self, b: usize) {
+        self.assert_not_released("remote free");
+        let old = self.span.remote.fetch_or(1 << b, Ordering::Release);
+        assert_eq!(old & (1 << b), 0, "block {b} on the remote list twice");
+    }
+
+    /// `heap::collect_remote`: the remote list onto the local free list.
+    fn collect_remote(&self) -> u32 {
+        let bits = self.span.remote.swap(0, Ordering::Acquire);
+        if bits == 0 {
+            return 0;
+        }
+        let n = bits.count_ones();
+        for b in 0..BLOCKS {
+            if bits & (1 << b) != 0 {
+                self.push_local(b);
+            }
+        }
+        let used = self.used();
+        assert!(
+            used >= n,
+            "more remote frees ({n}) than used blocks ({used})"
+        );
+        self.set_used(used - n);
+        n
+    }
+
+    /// `heap::release_span`: the span's pages go back to the page heap.
+    fn release_span(&self) {
+        assert_eq!(self.used(), 0, "released a span with live blocks");
+        assert_eq!(self.span.remote.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            self.span.released.fetch_add(1, SeqCst),
+            0,
+            "span released twice"
+        );
+        self.span.owner.store(0, Ordering::Relaxed);
+    }
+
+    /// `heap::unlink` of the span from the pool's list (the caller holds the lock). The real
+    /// list is intrusive: unlinking a span that is not on it corrupts the pool (and trips
+    /// `unlink`'s debug assertion), which the model reports here.
+    fn unlink(list: &mut Vec<usize>) {
+        let i = list
+            .iter()
+            .position(|&s| s == 0)
+            .expect("unlinked a span that is not in the central pool");
+        list.remove(i);
+    }
+
+    /// `heap::central_push`.
+    fn central_push(&self) {
+        if self.push == Push::TagThenLock {
+            self.span.owner.store(0, Ordering::Relaxed);
+            self.span.tag.store(TAG_CENTRAL, Ordering::Relaxed);
+        }
+        let mut c = self.pool.lock().unwrap();
+        if self.push == Push::TagUnderLock {
+            self.span.owner.store(0, Ordering::Relaxed);
+            self.span.tag.store(TAG_CENTRAL, Ordering::Relaxed);
+        }
+        self.assert_not_released("central push");
+        c.push(0);
+    }
+
+    /// `heap::central_pop`: whether the pool held the span (which the caller now owns).
+    fn central_pop(&self) -> bool {
+        let mut c = self.pool.lock().unwrap();
+        if c.is_empty() {
+            return false;
+        }
+        Self::unlink(&mut c);
+        self.span.tag.store(TAG_NONE, Ordering::Relaxed);
+        true
+    }
+
+    /// `heap::give_away`: an owned span on no list goes to the page heap if empty, else to the
+    /// pool.
+    fn give_away(&self) {
+        self.collect_remote();
+        if self.used() == 0 {
+            self.release_span();
+        } else {
+            self.central_push();
+        }
+    }
+
+    /// `heap::abandon` for the exiting heap's current span (already quiesced): unpin, give away.
+    fn owner_exits(&self) {
+        self.span.tag.store(TAG_NONE, Ordering::Relaxed);
+        self.set_used(self.used() - 1);
+        self.give_away();
+    }
+
+    /// `heap::free_to_central`: frees `b` acting as the abandoned span's owner under the pool
+    /// lock; false if the span was adopted meanwhile.
+    fn free_to_central(&self, b: usize) -> bool {
+        let mut c = self.pool.lock().unwrap();
+        if self.span.tag.load(Ordering::Relaxed) != TAG_CENTRAL {
+            return false;
+        }
+        self.push_local(b);
+        self.set_used(self.used() - 1);
+        self.collect_remote();
+        if self.used() == 0 {
+            Self::unlink(&mut c);
+            drop(c);
+            self.span.tag.store(TAG_NONE, Ordering::Relaxed);
+            self.release_span();
+        }
+        true
+    }
+
+    /// `heap::free_slow` for a thread that does not own the span: through the pool if the span
+    /// is abandoned, else on its remote list.
+    fn free_foreign(&self, b: usize) {
+        self.ghost_free(b);
+        let done = self.span.owner.load(Ordering::Relaxed) == 0 && self.free_to_central(b);
+        if !done {
+            self.push_remote(b);
+        }
+    }
+
+    /// The adoption part of `heap::refill` (`central_pop`, owner word, `collect_remote`,
+    /// `make_current`), then one allocation from the adopted span if it has a free block.
+    /// Returns whether it adopted the span.
+    fn adopt_and_alloc(&self, heap: usize) -> bool {
+        if !self.central_pop() {
+            return false;
+        }
+        self.span.owner.store(heap, Ordering::Relaxed);
+        self.collect_remote();
+        self.span.tag.store(TAG_CURRENT, Ordering::Relaxed);
+        self.set_used(self.used() + 1);
+        // SAFETY: the adopter owns the span now (checked by loom).
+        if let Some(b) = self.span.free.with_mut(|f| unsafe { (*f).pop() }) {
+            self.set_used(self.used() + 1);
+            assert_eq!(
+                self.span.blocks[b].swap(LIVE, SeqCst),
+                FREE,
+                "block {b} handed out while live"
+            );
+        }
+        true
+    }
+
+    /// After every thread has joined: the span's books balance.
+    fn check_final(&self) {
+        let live = (0..BLOCKS)
+            .filter(|&b| self.span.blocks[b].load(SeqCst) == LIVE)
+            .count() as u32;
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&s| s == 0)
+            .count();
+        if self.span.released.load(SeqCst) == 1 {
+            assert_eq!(live, 0, "span released with live blocks");
+            assert_eq!(pooled, 0, "released span left in the central pool");
+            assert_eq!(self.span.remote.load(Ordering::Relaxed), 0);
+            return;
+        }
+        let tag = self.span.tag.load(Ordering::Relaxed);
+        match tag {
+            TAG_CENTRAL => {
+                assert_eq!(pooled, 1, "span tagged central but not pooled exactly once");
+                assert_eq!(self.span.owner.load(Ordering::Relaxed), 0);
+            }
+            TAG_CURRENT => {
+                assert_eq!(pooled, 0, "owned span still in the central pool");
+                assert_ne!(self.span.owner.load(Ordering::Relaxed), 0);
+            }
+            t => panic!("span lost: tag {t}, not released"),
+        }
+        // Whoever owns the span next collects its remote list.
+        self.collect_remote();
+        let pin = u32::from(tag == TAG_CURRENT);
+        assert_eq!(
+            self.used(),
+            live + pin,
+            "used count does not match the live blocks"
+        );
+        // SAFETY: every thread has joined.
+        let mut free = self.span.free.with(|f| unsafe { (*f).clone() });
+        free.sort_unstable();
+        let want: Vec<usize> = (0..BLOCKS)
+            .filter(|&b| self.span.blocks[b].load(SeqCst) == FREE)
+            .collect();
+        assert_eq!(
+            free, want,
+            "free list does not hold exactly the free blocks"
+        );
+    }
+}
+
+/// The thread-exit race: the span is its owner's current span, holding one live block that
+/// another thread holds. The owner exits (abandoning the span to the pool) while that thread
+/// frees the block and a third thread's refill tries to adopt the span.
+fn exit_vs_free_vs_adopt(push: Push) {
+    loom::model(move || {
+        let w = Arc::new(World::owned_current(&[0], push));
+        let w1 = w.clone();
+        let freer = loom::thread::spawn(move || w1.free_foreign(0));
+        let w2 = w.clone();
+        let adopter = loom::thread::spawn(move || w2.adopt_and_alloc(HEAP_NEW));
+        w.owner_exits();
+        freer.join().unwrap();
+        adopter.join().unwrap();
+        w.check_final();
+    });
+}
+
+/// Thread exit pushes a span into the pool while another thread frees its last block and a third
+/// adopts it. `central_push` writes the owner word and the tag under the pool lock (as in
+/// heap.rs): the books balance and the span is released at most once. (Writing them before
+/// taking the lock, as heap.rs once did, lets the freer release a span the exiting thread then
+/// pushes into the pool: the bug this model found.)
+#[test]
+fn exit_vs_free_vs_adopt_tag_under_lock() {
+    exit_vs_free_vs_adopt(Push::TagUnderLock);
+}
+
+/// The exit race with two live blocks: one freed by another thread while the owner exits, the
+/// other still live at the end. With the fix, the span ends in the pool (or adopted) with its
+/// books balanced.
+#[test]
+fn exit_vs_free_keeps_other_block_tag_under_lock() {
+    loom::model(|| {
+        let w = Arc::new(World::owned_current(&[0, 1], Push::TagUnderLock));
+        let w1 = w.clone();
+        let freer = loom::thread::spawn(move || w1.free_foreign(0));
+        w.owner_exits();
+        freer.join().unwrap();
+        assert_eq!(w.span.released.load(SeqCst), 0);
+        w.check_final();
+        // The last block's free, once everything settled, empties and releases the span.
+        w.free_foreign(1);
+        assert_eq!(w.span.released.load(SeqCst), 1);
+    });
+}
+
+/// A span already in the pool: two threads free its two live blocks, through the pool, while a
+/// third adopts it (and allocates from it). The span goes back to the page heap exactly once if
+/// and only if both frees beat the adoption; otherwise the adopter ends up with the frees on its
+/// free or remote list.
+#[test]
+fn pooled_span_frees_vs_adopt() {
+    model(Some(4), || {
+        let w = Arc::new(World::in_central(&[0, 1], Push::TagUnderLock));
+        let w1 = w.clone();
+        let f1 = loom::thread::spawn(move || w1.free_foreign(0));
+        let w2 = w.clone();
+        let f2 = loom::thread::spawn(move || w2.free_foreign(1));
+        let adopted = w.adopt_and_alloc(HEAP_NEW);
+        f1.join().unwrap();
+        f2.join().unwrap();
+        assert_eq!(
+            w.span.released.load(SeqCst),
+            usize::from(!adopted),
+            "released iff not adopted"
+        );
+        w.check_final();
+    });
+}
+
+/// A span in the pool with one live block: its free races with an adoption. Whichever wins,
+/// the block is accounted for once and the span is released at most once.
+#[test]
+fn pooled_span_last_free_vs_adopt() {
+    loom::model(|| {
+        let w = Arc::new(World::in_central(&[2], Push::TagUnderLock));
+        let w1 = w.clone();
+        let f = loom::thread::spawn(move || w1.free_foreign(2));
+        let adopted = w.adopt_and_alloc(HEAP_NEW);
+        f.join().unwrap();
+        assert_eq!(w.span.released.load(SeqCst), usize::from(!adopted));
+        w.check_final();
+    });
+}
+
+/// Two frees of a pooled span's blocks through the pool, no adoption: exactly one of them
+/// empties and releases the span, and it leaves the pool.
+#[test]
+fn pooled_span_two_frees_release_once() {
+    loom::model(|| {
+        let w = Arc::new(World::in_central(&[0, 1], Push::TagUnderLock));
+        let w1 = w.clone();
+        let f = loom::thread::spawn(move || w1.free_foreign(0));
+        w.free_foreign(1);
+        f.join().unwrap();
+        assert_eq!(w.span.released.load(SeqCst), 1);
+        assert!(w.pool.lock().unwrap().is_empty());
+        assert_eq!(
+            w.span.remote.load(Ordering::Relaxed),
+            0,
+            "a free went remote"
+        );
+    });
+}
