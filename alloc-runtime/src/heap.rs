@@ -846,6 +846,9 @@ fn park_full(h: &Heap, s: &Span) {
         .store(h as *const Heap as usize | OWNER_FULL, Ordering::Relaxed);
     s.set_tag(ListTag::Full);
     push_front(&h.full, s);
+    // A notification of an earlier parking may still be on its way (its block will reach our
+    // delayed list): let it finish before asking for the next one.
+    remote::quiesce(&s.remote);
     remote::set_notify(&s.remote);
     // A remote free that landed before the request would otherwise wait for the next one.
     if s.remote.load(Ordering::Acquire) & !remote::STATE_MASK != 0 {

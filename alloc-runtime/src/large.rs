@@ -240,7 +240,8 @@ fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
 
 fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
     let align = align.max(OS_PAGE);
-    let Some(body) = size.checked_next_multiple_of(OS_PAGE) else {
+    // At least one page, so that even a zero-sized object points into its own mapping.
+    let Some(body) = size.max(1).checked_next_multiple_of(OS_PAGE) else {
         return ptr::null_mut();
     };
     if align == OS_PAGE {

@@ -202,3 +202,37 @@ fn release_waits_for_delivery() {
         );
     });
 }
+
+/// The owner parks a span, a free claims the notification, the owner takes the span back by
+/// itself (a local free) and parks it again before the delivery has finished. Parking again
+/// first waits for the delivery (`quiesce`, as `heap::park_full` does), so the new request is
+/// never overwritten and the block arrives exactly once.
+#[test]
+fn repark_while_notifying() {
+    loom::model(|| {
+        let heap = Arc::new(Heap {
+            delayed: AtomicUsize::new(0),
+        });
+        let span = Arc::new(Span {
+            remote: AtomicUsize::new(0),
+            owner: AtomicUsize::new(Arc::as_ptr(&heap) as usize | 1),
+        });
+        proto::set_notify(&span.remote);
+        let b = block();
+        let s = span.clone();
+        let t = loom::thread::spawn(move || free(&s, b));
+        proto::clear_notify(&span.remote); // unpark
+        proto::quiesce(&span.remote); // park again: wait out a delivery in flight...
+        proto::set_notify(&span.remote); // ...then ask anew
+        let pushed = t.join().unwrap();
+        let mut got = walk(proto::take_delayed(&heap.delayed));
+        got.extend(walk(proto::take_remote(&span.remote)));
+        assert_eq!(got, vec![b]);
+        let state = span.remote.load(Ordering::Relaxed) & STATE_MASK;
+        // Either the request stands, or the free arrived after it and claimed it.
+        assert!(
+            state == NOTIFY || (state == 0 && matches!(pushed, Pushed::ToOwner(_))),
+            "state {state}, {pushed:?}"
+        );
+    });
+}
