@@ -1,0 +1,467 @@
+//! The `syn::visit_mut` walker of `#[specialize]`: finds allocation sites in function bodies
+//! and replaces each with a call of its size-specialised entry point (built by
+//! [`crate::expand::Gen`]).
+//!
+//! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
+//! `Box::pin(e)`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
+//! `vec![a, b, c]`, `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`,
+//! `"…".to_string()` and `"…".to_owned()`, where `N` is an integer literal or looks like a
+//! const item. Closures, async blocks and the arguments of other macros (when they parse as
+//! expressions) are walked; nested items, const contexts, types and patterns are not.
+
+use std::collections::HashSet;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::{self, VisitMut};
+use syn::{
+    Attribute, Block, Expr, ExprCall, ExprMethodCall, ExprPath, GenericArgument, Generics,
+    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, MacroDelimiter, Pat,
+    PatIdent, Path, PathArguments, Signature, Stmt, TraitItem, Type,
+};
+
+use crate::expand::Gen;
+use crate::parse::{self, VecArgs};
+
+/// The standard-library type an associated function belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    Box,
+    Vec,
+    String,
+}
+
+/// A recognised `Ty::method` or `Ty::<T>::method` path.
+struct Callee<'a> {
+    family: Family,
+    ty: Option<&'a Type>,
+    method: String,
+    span: Span,
+}
+
+/// Macros whose arguments are never rewritten although they may parse as expressions: they
+/// look at their tokens rather than evaluate them.
+const OPAQUE_MACROS: &[&str] = &[
+    "stringify",
+    "concat",
+    "concat_idents",
+    "concat_bytes",
+    "quote",
+    "quote_spanned",
+    "parse_quote",
+    "parse_quote_spanned",
+    "format_ident",
+    "include",
+    "include_str",
+    "include_bytes",
+    "env",
+    "option_env",
+    "cfg",
+    "compile_error",
+    "module_path",
+    "file",
+    "line",
+    "column",
+    "macro_rules",
+];
+
+/// Rewrites the bodies of the items it is given.
+pub struct Rewriter<'g> {
+    gen: &'g Gen,
+    /// Names bound by patterns in the function being rewritten: a SCREAMING_CASE name among
+    /// them is a local, not a const item.
+    locals: HashSet<String>,
+    /// Type parameters in scope (of the enclosing impl or trait, and of the function).
+    type_params: Vec<String>,
+    /// Sites rewritten so far (to tell whether a macro's arguments changed).
+    rewrites: usize,
+}
+
+impl<'g> Rewriter<'g> {
+    /// A rewriter generating code with `gen`.
+    pub fn new(gen: &'g Gen) -> Self {
+        Rewriter {
+            gen,
+            locals: HashSet::new(),
+            type_params: Vec::new(),
+            rewrites: 0,
+        }
+    }
+
+    /// A free function or a method (the caller checked it is not `const`).
+    pub fn item_fn(&mut self, f: &mut ItemFn) {
+        self.body(&f.sig, &mut f.block);
+    }
+
+    /// An impl block: its non-const methods.
+    pub fn item_impl(&mut self, i: &mut ItemImpl) {
+        let mark = self.push_generics(&i.generics);
+        for item in &mut i.items {
+            if let ImplItem::Fn(f) = item {
+                if f.sig.constness.is_none() {
+                    self.body(&f.sig, &mut f.block);
+                }
+            }
+        }
+        self.type_params.truncate(mark);
+    }
+
+    /// A trait: the bodies of its provided methods.
+    pub fn item_trait(&mut self, t: &mut ItemTrait) {
+        let mark = self.push_generics(&t.generics);
+        for item in &mut t.items {
+            if let TraitItem::Fn(f) = item {
+                if let (None, Some(block)) = (&f.sig.constness, &mut f.default) {
+                    self.body(&f.sig, block);
+                }
+            }
+        }
+        self.type_params.truncate(mark);
+    }
+
+    /// An inline module: its functions, impls, traits and inline modules.
+    pub fn item_mod(&mut self, m: &mut ItemMod) {
+        let Some((_, items)) = &mut m.content else {
+            return;
+        };
+        for item in items {
+            match item {
+                Item::Fn(f) if f.sig.constness.is_none() => self.item_fn(f),
+                Item::Impl(i) => self.item_impl(i),
+                Item::Trait(t) => self.item_trait(t),
+                Item::Mod(m) => self.item_mod(m),
+                _ => {}
+            }
+        }
+    }
+
+    fn push_generics(&mut self, g: &Generics) -> usize {
+        let mark = self.type_params.len();
+        self.type_params
+            .extend(g.type_params().map(|p| p.ident.to_string()));
+        mark
+    }
+
+    fn body(&mut self, sig: &Signature, block: &mut Block) {
+        let mark = self.push_generics(&sig.generics);
+        let mut names = Names::default();
+        names.visit_signature(sig);
+        names.visit_block(block);
+        self.locals = names.0;
+        self.visit_block_mut(block);
+        self.locals.clear();
+        self.type_params.truncate(mark);
+    }
+
+    /// The const-generic argument for a length `n`, when `n` is known at compile time: an
+    /// integer literal (unsuffixed or `usize`) as is, a path that looks like a const item
+    /// (SCREAMING_CASE last segment, not a local, not through `Self` or a type parameter) in
+    /// braces. `None` keeps the generic path.
+    fn const_len(&self, n: &Expr) -> Option<TokenStream> {
+        match n {
+            Expr::Group(g) if g.attrs.is_empty() => self.const_len(&g.expr),
+            Expr::Lit(l) if l.attrs.is_empty() => match &l.lit {
+                Lit::Int(i) if matches!(i.suffix(), "" | "usize") => Some(l.to_token_stream()),
+                _ => None,
+            },
+            Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => {
+                let segs = &p.path.segments;
+                let last = segs.last()?;
+                if !screaming(&last.ident.to_string())
+                    || segs.iter().any(|s| !s.arguments.is_none())
+                {
+                    return None;
+                }
+                let first = segs.first()?.ident.to_string();
+                if segs.len() == 1 && self.locals.contains(&first) {
+                    return None;
+                }
+                if segs.len() > 1 && (first == "Self" || self.type_params.contains(&first)) {
+                    return None;
+                }
+                Some(quote!({ #p }))
+            }
+            _ => None,
+        }
+    }
+
+    /// The replacement of a call of a recognised associated function, if it is one we rewrite
+    /// (its arguments have been walked already).
+    fn call(&mut self, c: &Callee, call: &ExprCall) -> Option<TokenStream> {
+        let args: Vec<&Expr> = call.args.iter().collect();
+        let out = match (c.family, c.method.as_str(), args.as_slice()) {
+            (Family::Box, "new", [e]) => self.gen.boxed(c.span, c.ty, e),
+            (Family::Box, "pin", [e]) => self.gen.pinned(c.span, c.ty, e),
+            (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, c.ty, false),
+            (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, c.ty, true),
+            (Family::Vec, "with_capacity", [n]) => {
+                let n = self.const_len(n)?;
+                self.gen.vec_with_capacity(c.span, c.ty, &n)
+            }
+            (Family::String, "with_capacity", [n]) => {
+                let n = self.const_len(n)?;
+                self.gen.string_with_capacity(c.span, &n)
+            }
+            (Family::String, "from", [e]) => {
+                let lit = str_lit(e)?;
+                self.gen.string_from(c.span, lit, "String::from")
+            }
+            _ => return None,
+        };
+        Some(out)
+    }
+
+    /// `"lit".to_string()` / `"lit".to_owned()`.
+    fn method_call(&mut self, m: &ExprMethodCall) -> Option<TokenStream> {
+        if !m.attrs.is_empty() || m.turbofish.is_some() || !m.args.is_empty() {
+            return None;
+        }
+        let what = match m.method.to_string().as_str() {
+            "to_string" => "\"…\".to_string()",
+            "to_owned" => "\"…\".to_owned()",
+            _ => return None,
+        };
+        let lit = str_lit(&m.receiver)?;
+        Some(self.gen.string_from(lit.span(), lit, what))
+    }
+
+    /// `Box::new` (and `new_uninit`, `new_zeroed`) used as a value.
+    fn fn_value(&mut self, p: &ExprPath) -> Option<TokenStream> {
+        let c = callee_path(p)?;
+        let entry = match (c.family, c.method.as_str()) {
+            (Family::Box, "new") => "boxed",
+            (Family::Box, "new_uninit") => "uninit",
+            (Family::Box, "new_zeroed") => "zeroed",
+            _ => return None,
+        };
+        Some(self.gen.fn_value(c.span, entry, c.ty))
+    }
+
+    /// A macro invocation in expression or statement position. Returns the replacement
+    /// expression for a `vec!` rewritten into a call; otherwise rewrites inside the macro's
+    /// arguments in place when they parse as expressions (and leaves its tokens untouched when
+    /// nothing inside changed).
+    fn mac(&mut self, mac: &mut Macro) -> Option<TokenStream> {
+        let before = self.rewrites;
+        if is_vec_macro(&mac.path) {
+            let span = mac.path.span();
+            match parse::vec_args(&mac.tokens)? {
+                VecArgs::Elem(mut e, semi, mut n) => {
+                    self.visit_expr_mut(&mut e);
+                    if let Some(len) = self.const_len(&n) {
+                        return Some(self.gen.vec_from_elem(span, &e, &len));
+                    }
+                    self.visit_expr_mut(&mut n);
+                    if self.rewrites != before {
+                        mac.tokens = quote!(#e #semi #n);
+                    }
+                    None
+                }
+                VecArgs::List(mut list) => {
+                    for e in list.iter_mut() {
+                        self.visit_expr_mut(e);
+                    }
+                    Some(self.gen.vec_from_array(span, &list))
+                }
+            }
+        } else {
+            let name = mac.path.segments.last()?.ident.to_string();
+            if OPAQUE_MACROS.contains(&name.as_str()) {
+                return None;
+            }
+            let mut list = parse::expr_list(&mac.tokens)?;
+            for e in list.iter_mut() {
+                self.visit_expr_mut(e);
+            }
+            if self.rewrites != before {
+                mac.tokens = list.into_token_stream();
+            }
+            None
+        }
+    }
+
+    fn stmt(&mut self, s: &mut Stmt, last: bool) {
+        if let Stmt::Macro(sm) = s {
+            if !sm.attrs.is_empty() {
+                return;
+            }
+            if let Some(new) = self.mac(&mut sm.mac) {
+                let mut semi = sm.semi_token;
+                if semi.is_none() && !last && matches!(sm.mac.delimiter, MacroDelimiter::Brace(_)) {
+                    semi = Some(Default::default());
+                }
+                self.rewrites += 1;
+                *s = Stmt::Expr(Expr::Verbatim(new), semi);
+            }
+            return;
+        }
+        visit_mut::visit_stmt_mut(self, s);
+    }
+}
+
+impl VisitMut for Rewriter<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        let replacement = match e {
+            Expr::Call(call) => match callee(&call.func) {
+                Some(c) => {
+                    // Walk the arguments only: the callee is the path being rewritten.
+                    for arg in call.args.iter_mut() {
+                        self.visit_expr_mut(arg);
+                    }
+                    self.call(&c, call)
+                }
+                None => {
+                    visit_mut::visit_expr_call_mut(self, call);
+                    None
+                }
+            },
+            Expr::MethodCall(m) => {
+                visit_mut::visit_expr_method_call_mut(self, m);
+                self.method_call(m)
+            }
+            Expr::Path(p) => self.fn_value(p),
+            Expr::Macro(m) if m.attrs.is_empty() => self.mac(&mut m.mac),
+            Expr::Macro(_) => None,
+            // Const contexts: evaluated at compile time.
+            Expr::Const(_) => None,
+            Expr::Repeat(r) => {
+                // `[x; LEN]`: `x` runs, `LEN` is a const.
+                self.visit_expr_mut(&mut r.expr);
+                None
+            }
+            _ => {
+                visit_mut::visit_expr_mut(self, e);
+                None
+            }
+        };
+        if let Some(new) = replacement {
+            self.rewrites += 1;
+            *e = Expr::Verbatim(new);
+        }
+    }
+
+    fn visit_block_mut(&mut self, b: &mut Block) {
+        let n = b.stmts.len();
+        for (i, s) in b.stmts.iter_mut().enumerate() {
+            self.stmt(s, i + 1 == n);
+        }
+    }
+
+    fn visit_stmt_mut(&mut self, s: &mut Stmt) {
+        self.stmt(s, true);
+    }
+
+    // Left alone: nested items, types (array lengths), patterns, attributes and generic
+    // arguments (const generic arguments).
+    fn visit_item_mut(&mut self, _: &mut Item) {}
+    fn visit_type_mut(&mut self, _: &mut Type) {}
+    fn visit_pat_mut(&mut self, _: &mut Pat) {}
+    fn visit_attribute_mut(&mut self, _: &mut Attribute) {}
+    fn visit_generic_argument_mut(&mut self, _: &mut GenericArgument) {}
+}
+
+/// Collects the names bound by patterns.
+#[derive(Default)]
+struct Names(HashSet<String>);
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_pat_ident(&mut self, p: &'ast PatIdent) {
+        self.0.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_item(&mut self, _: &'ast Item) {}
+}
+
+/// Whether `s` looks like a const item's name: upper-case letters, digits and underscores,
+/// starting with a letter or underscore, with at least one letter.
+fn screaming(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_uppercase())
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// A string literal expression (possibly in an invisible group from a `macro_rules!`).
+fn str_lit(e: &Expr) -> Option<&syn::LitStr> {
+    match e {
+        Expr::Lit(l) if l.attrs.is_empty() => match &l.lit {
+            Lit::Str(s) => Some(s),
+            _ => None,
+        },
+        Expr::Group(g) if g.attrs.is_empty() => str_lit(&g.expr),
+        _ => None,
+    }
+}
+
+fn callee(e: &Expr) -> Option<Callee<'_>> {
+    match e {
+        Expr::Path(p) => callee_path(p),
+        _ => None,
+    }
+}
+
+/// Recognises `Box::f`, `Box::<T>::f`, `std::boxed::Box::f`, `alloc::boxed::Box::f` (with or
+/// without a leading `::`), and likewise `Vec` (`std::vec`) and `String` (`std::string`).
+fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
+    if !p.attrs.is_empty() || p.qself.is_some() {
+        return None;
+    }
+    let path = &p.path;
+    let segs: Vec<_> = path.segments.iter().collect();
+    let [prefix @ .., ty_seg, method] = segs.as_slice() else {
+        return None;
+    };
+    if !method.arguments.is_none() {
+        return None;
+    }
+    let (family, module) = match ty_seg.ident.to_string().as_str() {
+        "Box" => (Family::Box, "boxed"),
+        "Vec" => (Family::Vec, "vec"),
+        "String" => (Family::String, "string"),
+        _ => return None,
+    };
+    let prefix_ok = match prefix {
+        [] => path.leading_colon.is_none(),
+        [krate, m] => {
+            krate.arguments.is_none()
+                && m.arguments.is_none()
+                && (krate.ident == "std" || krate.ident == "alloc")
+                && m.ident == module
+        }
+        _ => false,
+    };
+    if !prefix_ok {
+        return None;
+    }
+    let ty = match &ty_seg.arguments {
+        PathArguments::None => None,
+        PathArguments::AngleBracketed(a) if family != Family::String && a.args.len() == 1 => {
+            match a.args.first() {
+                Some(GenericArgument::Type(t)) => Some(t),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    Some(Callee {
+        family,
+        ty,
+        method: method.ident.to_string(),
+        span: path.segments.first()?.ident.span(),
+    })
+}
+
+/// `vec`, `std::vec`, `alloc::vec` (with or without a leading `::` on the two-segment forms).
+fn is_vec_macro(path: &Path) -> bool {
+    let segs: Vec<_> = path.segments.iter().collect();
+    if segs.iter().any(|s| !s.arguments.is_none()) {
+        return false;
+    }
+    match segs.as_slice() {
+        [v] => path.leading_colon.is_none() && v.ident == "vec",
+        [krate, v] => (krate.ident == "std" || krate.ident == "alloc") && v.ident == "vec",
+        _ => false,
+    }
+}

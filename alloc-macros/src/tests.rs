@@ -1,0 +1,469 @@
+//! Expansion snapshots (`insta` over `prettyplease`) of representative inputs, taken from the
+//! `proc_macro2` entry points, so every change to the generated code shows up in review.
+//! The snapshots live in `alloc-macros/tests/snapshots/`; after an intended change, run
+//! `INSTA_UPDATE=always cargo test -p alloc-macros --lib` (or `cargo insta review`) and review
+//! the diff.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::expand;
+
+/// The pretty-printed expansion of `#[specialize(attr)] item`.
+fn specialize(attr: TokenStream, item: TokenStream) -> String {
+    pretty(expand::specialize(attr, item))
+}
+
+/// The pretty-printed expansion of `alloc!(input)` (wrapped in a function to print it).
+fn alloc(input: TokenStream) -> String {
+    let e = expand::alloc(input);
+    pretty(quote!(fn expansion() { #e }))
+}
+
+/// The expansion of `#[specialize(attr)] item` as raw tokens (for errors, whose item may not
+/// pretty-print): the unchanged item, then `compile_error!`.
+fn specialize_raw(attr: TokenStream, item: TokenStream) -> String {
+    expand::specialize(attr, item).to_string()
+}
+
+fn pretty(tokens: TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("expansion does not parse ({e}):\n{tokens}"),
+    }
+}
+
+macro_rules! snapshot {
+    ($name:ident, $text:expr) => {
+        #[test]
+        fn $name() {
+            insta::with_settings!({
+                snapshot_path => "../tests/snapshots",
+                prepend_module_to_snapshot => false,
+                omit_expression => true,
+            }, {
+                insta::assert_snapshot!(stringify!($name), $text);
+            });
+        }
+    };
+}
+
+snapshot!(
+    box_forms,
+    specialize(
+        quote!(),
+        quote! {
+            fn boxes<T: Default>(x: T) -> usize {
+                let a = Box::new(1u64);
+                let b = Box::<[u8; 3]>::new([1, 2, 3]);
+                let c = std::boxed::Box::new(T::default());
+                let d = alloc::boxed::Box::new(2u8);
+                let e = ::std::boxed::Box::new(x);
+                let mut f = Box::new_uninit();
+                f.write(1u32);
+                let g = Box::<u64>::new_uninit();
+                let h = Box::<[u32; 4]>::new_zeroed();
+                let i = Box::pin(async { 1 });
+                let j: Vec<Box<u16>> = [1, 2].into_iter().map(Box::new).collect();
+                let k = Some(3u8).map(Box::<u8>::new);
+                let l: Box<dyn Fn() -> u8> = Box::new(|| 1);
+                let not_ours = crate::Box::new(1);
+                let not_ours_either = Box::<u8, Global>::new_in(1, Global);
+                0
+            }
+        }
+    )
+);
+
+snapshot!(
+    vec_forms,
+    specialize(
+        quote!(),
+        quote! {
+            fn vecs(n: usize, x: String) {
+                let a = vec![x.clone(); 4];
+                let b = vec![x.clone(); LEN];
+                let c = vec![Box::new(1); consts::LEN];
+                let d = vec![x.clone(); n];
+                let e = vec![Box::new(1); n * 2];
+                let f = vec![1u8, 2, 3];
+                let g = vec![Box::new(1), Box::new(2),];
+                let h: Vec<u8> = vec![];
+                let i = std::vec![0u32; 64];
+                let j = alloc::vec![0.0; 8];
+                let k = ::std::vec![1; 2];
+                let l = vec![1u8; 16usize];
+                let m = vec![1u8; 16u32];
+                let N = 3;
+                let o = vec![1u8; N];
+                let p = Vec::with_capacity(16);
+                let q = Vec::<u8>::with_capacity(CAP);
+                let r = Vec::<u8>::with_capacity(n);
+                let s = std::vec::Vec::with_capacity(0);
+                let t = Vec::with_capacity(m::CAP);
+                let u = vec![x; (LEN)];
+            }
+        }
+    )
+);
+
+snapshot!(
+    string_forms,
+    specialize(
+        quote!(),
+        quote! {
+            fn strings(x: &str) {
+                let a = String::from("héllo");
+                let b = "abc".to_string();
+                let c = "abc".to_owned();
+                let d = r"raw\n".to_string();
+                let e = "esc\n".to_owned();
+                let f = String::with_capacity(32);
+                let g = std::string::String::with_capacity(CAP);
+                let h = String::from(x);
+                let i = "x".to_uppercase();
+                let j = x.to_string();
+                let k = String::with_capacity(x.len());
+                let l = "chain".to_string().len();
+                let m = String::new();
+            }
+        }
+    )
+);
+
+snapshot!(
+    closures_async_and_macros,
+    specialize(
+        quote!(),
+        quote! {
+            async fn walk(v: &[u8]) -> usize {
+                let f = |x: u8| Box::new(x);
+                let g = move || vec![f(1); 2];
+                let fut = async { Box::new(5) };
+                let inner = async move { String::from("in async") };
+                println!("{} {:?}", "fmt string untouched", Box::new(1));
+                println!("{:?}", vec![Box::new(1)]);
+                assert_eq!(vec![1, 2], [1, 2], "message {}", String::from("x"));
+                let s = format!("{a}", a = "named".to_string());
+                let name = stringify!(Box::new(1));
+                let unparsed = custom!(struct S { f: Box<u8> });
+                let unchanged = dbg!(v.len() + 1);
+                let q = quote!(Box::new(1));
+                v.len()
+            }
+        }
+    )
+);
+
+snapshot!(
+    left_alone,
+    specialize(
+        quote!(),
+        quote! {
+            fn outer() -> [u8; LEN] {
+                fn nested() -> Box<u8> {
+                    Box::new(1)
+                }
+                const C: usize = { let b = Box::new(1); 1 };
+                static S: Option<Box<u8>> = None;
+                struct Local(Box<u8>);
+                impl Local {
+                    fn new() -> Self {
+                        Local(Box::new(1))
+                    }
+                }
+                let k = const { 1 + 1 };
+                let arr = [0u8; LEN];
+                let arr2: [u8; { 2 + 2 }] = [0; 4];
+                let rep = [Some(Box::new(1)); 0];
+                let g = generic::<{ LEN }>();
+                let t: Vec<Box<u8>> = Vec::new();
+                let m = match t.first() {
+                    Some(b) => 1,
+                    None => 0,
+                };
+                arr
+            }
+        }
+    )
+);
+
+snapshot!(
+    impl_block,
+    specialize(
+        quote!(),
+        quote! {
+            impl<T: Clone, const K: usize> Stack<T, K> {
+                const CAP: usize = K * 2;
+                const fn empty() -> usize {
+                    0
+                }
+                fn with(x: T) -> Self {
+                    let items = vec![x; K];
+                    let spare = Vec::<T>::with_capacity(Self::CAP);
+                    let by_type = Vec::<T>::with_capacity(T::CAP);
+                    let fixed = Vec::<T>::with_capacity(crate::CAP);
+                    Stack { items, head: Box::new(0) }
+                }
+                pub async fn lifetimes<'a>(&'a self, s: &'a str) -> Box<&'a str> {
+                    Box::new(s)
+                }
+            }
+        }
+    )
+);
+
+snapshot!(
+    trait_defaults,
+    specialize(
+        quote!(),
+        quote! {
+            pub trait Make {
+                const N: usize;
+                fn required(&self) -> Box<u8>;
+                fn provided(&self) -> Box<u64> {
+                    Box::new(7)
+                }
+                fn names() -> Vec<String> {
+                    vec!["a".to_string(), "b".to_owned()]
+                }
+            }
+        }
+    )
+);
+
+snapshot!(
+    inline_module,
+    specialize(
+        quote!(),
+        quote! {
+            mod m {
+                use super::*;
+                pub fn a() -> Box<u8> {
+                    Box::new(1)
+                }
+                const fn c() -> u8 {
+                    1
+                }
+                static S: u8 = 1;
+                struct Skip(Box<u8>);
+                impl Skip {
+                    fn new() -> Self {
+                        Skip(Box::new(2))
+                    }
+                }
+                mod inner {
+                    fn b() -> Vec<u8> {
+                        vec![1, 2, 3]
+                    }
+                }
+            }
+        }
+    )
+);
+
+snapshot!(
+    statement_macros,
+    specialize(
+        quote!(),
+        quote! {
+            fn tails() -> Vec<u8> {
+                vec! { 9 }
+                vec![0u8; 3];
+                println!("{}", "x".to_string());
+                vec![1, 2]
+            }
+        }
+    )
+);
+
+snapshot!(
+    crate_option,
+    specialize(
+        quote!(crate = my_alloc),
+        quote! {
+            fn f() -> Box<u8> {
+                Box::new(1)
+            }
+        }
+    ) + &specialize(
+        quote!(crate = "::deps::specalloc"),
+        quote! {
+            fn g() -> Vec<u8> {
+                vec![1]
+            }
+        }
+    )
+);
+
+snapshot!(
+    report_option,
+    specialize(
+        quote!(report),
+        quote! {
+            fn reported(n: usize) -> usize {
+                let a = Box::new(1u64);
+                let b = vec![0u8; 32];
+                let c = vec!['x'; 4];
+                let d = vec![1, 2];
+                let e = Vec::<u8>::with_capacity(8);
+                let f = String::with_capacity(8);
+                let g = "lit".to_string();
+                let h = Box::<u8>::new_uninit();
+                let i: Vec<Box<u8>> = (0..n as u8).map(Box::new).collect();
+                Box::new(2).method();
+                0
+            }
+        }
+    )
+);
+
+snapshot!(
+    errors,
+    [
+        specialize_raw(
+            quote!(),
+            quote!(
+                struct S(Box<u8>);
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                enum E {
+                    A,
+                }
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                pub const fn c() -> u8 {
+                    1
+                }
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                const C: u8 = 1;
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                mod external;
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                fn declared(&self);
+            )
+        ),
+        specialize_raw(
+            quote!(),
+            quote!(
+                use std::vec::Vec;
+            )
+        ),
+        specialize_raw(
+            quote!(fast),
+            quote!(
+                fn f() {}
+            )
+        ),
+        specialize_raw(
+            quote!(crate = a, crate = b),
+            quote!(
+                fn f() {}
+            )
+        ),
+        specialize_raw(
+            quote!(crate = 5),
+            quote!(
+                fn f() {}
+            )
+        ),
+        specialize_raw(
+            quote!(report, report),
+            quote!(
+                fn f() {}
+            )
+        ),
+    ]
+    .join("\n// ----\n")
+);
+
+snapshot!(
+    alloc_forms,
+    [
+        alloc(quote!(uninit [u64; 4])),
+        alloc(quote!(zeroed Node<'static, T>)),
+        alloc(quote!(box (1u8, 2u16))),
+        alloc(quote!(box Node::new(): Node)),
+        alloc(quote!(box ::std::default::Default::default(): u32)),
+        alloc(quote!(vec [String::new(); N])),
+        alloc(quote!(vec [0u32; 64])),
+        alloc(quote!(vec [1, 2, 3,])),
+        alloc(quote!(crate = my_alias; box 1)),
+    ]
+    .join("\n// ----\n")
+);
+
+snapshot!(
+    alloc_errors,
+    [
+        alloc(quote!()),
+        alloc(quote!(boxed 5)),
+        alloc(quote!(box)),
+        alloc(quote!(uninit)),
+        alloc(quote!(uninit u8 u16)),
+        alloc(quote!(vec [])),
+        alloc(quote!(vec [1; 2; 3])),
+        alloc(quote!(vec(1, 2))),
+        alloc(quote!(crate = ::x box 1)),
+    ]
+    .join("\n// ----\n")
+);
+
+#[test]
+fn zero_literals() {
+    use crate::expand::is_zero_literal;
+    for yes in [
+        quote!(0),
+        quote!(0u8),
+        quote!(0x0),
+        quote!(0.0),
+        quote!(0f32),
+        quote!(0_0),
+    ] {
+        assert!(is_zero_literal(&syn::parse2(yes.clone()).unwrap()), "{yes}");
+    }
+    for no in [
+        quote!(1),
+        quote!(0.5),
+        quote!(-0),
+        quote!(x),
+        quote!('\0'),
+        quote!(false),
+    ] {
+        assert!(!is_zero_literal(&syn::parse2(no.clone()).unwrap()), "{no}");
+    }
+}
+
+#[test]
+fn idempotent() {
+    // Rewriting rewritten code changes nothing (an annotated method inside an annotated impl
+    // is walked twice).
+    let once = expand::specialize(
+        quote!(),
+        quote!(
+            fn f() -> Vec<Box<u8>> {
+                vec![Box::new(1); 2]
+            }
+        ),
+    );
+    let twice = expand::specialize(quote!(), once.clone());
+    assert_eq!(once.to_string(), twice.to_string());
+}

@@ -1,0 +1,95 @@
+//! Validation: what `#[specialize]` may be put on.
+
+use proc_macro2::TokenStream;
+use syn::spanned::Spanned;
+use syn::{Item, ItemFn, ItemImpl, ItemMod, ItemTrait};
+
+/// An item `#[specialize]` can rewrite.
+pub enum Target {
+    /// A function or method with a body (not `const fn`).
+    Fn(ItemFn),
+    /// An impl block: its methods are rewritten.
+    Impl(ItemImpl),
+    /// A trait: its provided (default) methods are rewritten.
+    Trait(ItemTrait),
+    /// An inline module: its functions, impls, traits and inline modules are rewritten.
+    Mod(ItemMod),
+}
+
+const APPLIES_TO: &str =
+    "`#[specialize]` applies to functions, methods, impl blocks, traits and inline modules";
+
+/// Parses the annotated item and checks that it is one `#[specialize]` can rewrite. Errors
+/// carry the span of the user's offending tokens.
+pub fn target(item: TokenStream) -> syn::Result<Target> {
+    let item: Item = match syn::parse2(item.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            return Err(syn::Error::new_spanned(
+                item,
+                format!("{APPLIES_TO}; this is none of them"),
+            ))
+        }
+    };
+    match item {
+        Item::Fn(f) => {
+            if let Some(c) = &f.sig.constness {
+                return Err(syn::Error::new(
+                    c.span(),
+                    "`#[specialize]` cannot be used on a `const fn`: its body may run at compile \
+                     time, where the size-specialised routines cannot be called",
+                ));
+            }
+            Ok(Target::Fn(f))
+        }
+        Item::Impl(i) => Ok(Target::Impl(i)),
+        Item::Trait(t) => Ok(Target::Trait(t)),
+        Item::Mod(m) => {
+            if m.content.is_none() {
+                return Err(syn::Error::new(
+                    m.semi.span(),
+                    "`#[specialize]` needs an inline module (`mod name { ... }`): the contents of \
+                     a module in another file are not visible to it",
+                ));
+            }
+            Ok(Target::Mod(m))
+        }
+        Item::Verbatim(tokens) => {
+            let is_fn = tokens
+                .clone()
+                .into_iter()
+                .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "fn"));
+            let what = if is_fn {
+                format!("{APPLIES_TO}; a function without a body has nothing to rewrite")
+            } else {
+                APPLIES_TO.to_string()
+            };
+            Err(syn::Error::new_spanned(tokens, what))
+        }
+        other => {
+            let (span, kind) = describe(&other);
+            Err(syn::Error::new(
+                span,
+                format!("{APPLIES_TO}, not to {kind}"),
+            ))
+        }
+    }
+}
+
+/// The span of an item's introducing keyword and what to call it in a message.
+fn describe(item: &Item) -> (proc_macro2::Span, &'static str) {
+    match item {
+        Item::Struct(s) => (s.struct_token.span, "a struct"),
+        Item::Enum(e) => (e.enum_token.span, "an enum"),
+        Item::Union(u) => (u.union_token.span, "a union"),
+        Item::Const(c) => (c.const_token.span, "a const item"),
+        Item::Static(s) => (s.static_token.span, "a static"),
+        Item::Type(t) => (t.type_token.span, "a type alias"),
+        Item::Use(u) => (u.use_token.span, "a `use` declaration"),
+        Item::ExternCrate(e) => (e.extern_token.span, "an `extern crate`"),
+        Item::ForeignMod(f) => (f.abi.extern_token.span, "an `extern` block"),
+        Item::Macro(m) => (m.mac.path.span(), "a macro invocation or definition"),
+        Item::TraitAlias(t) => (t.trait_token.span, "a trait alias"),
+        other => (other.span(), "this item"),
+    }
+}
