@@ -89,10 +89,10 @@ pub(crate) static DIRTY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Bytes of free pages returned to the OS so far.
 pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Free pages kept resident whatever the heap's size: 4 MiB.
-const RETAIN_MIN_PAGES: usize = (4 << 20) / PAGE_SIZE;
+/// Free pages kept resident whatever the heap's size: 256 KiB.
+const RETAIN_MIN_PAGES: usize = (256 << 10) / PAGE_SIZE;
 
-/// Most free pages kept resident: 4 MiB or an eighth of the pages in use, whichever is more.
+/// Most free pages kept resident: 256 KiB or an eighth of the pages in use, whichever is more.
 /// Past that, free pages go back to the OS (down to half the bound, so the cost of scanning is
 /// spread over many frees).
 fn retain_limit(in_use: usize) -> usize {

@@ -122,7 +122,7 @@ pub struct Stats {
     pub pages_in_use: usize,
     /// Highest `pages_in_use` seen so far.
     pub peak_in_use: usize,
-    /// Bytes of free pages still resident, kept for reuse (at most 4 MiB or an eighth of
+    /// Bytes of free pages still resident, kept for reuse (at most 256 KiB or an eighth of
     /// `pages_in_use`, whichever is more).
     pub free_resident: usize,
     /// Bytes of freed pages returned to the OS so far (`madvise`).

@@ -39,9 +39,9 @@ fn free_pages_return_to_the_os() {
     }
     let after = stats();
     assert!(after.returned_to_os > before.returned_to_os + (32 << 20));
-    // What stays resident of the freed pages is bounded: 4 MiB or an eighth of what is in use.
+    // What stays resident of the freed pages is bounded: 256 KiB or an eighth of what is in use.
     assert!(
-        after.free_resident <= (4 << 20).max(after.pages_in_use / 8),
+        after.free_resident <= (256 << 10).max(after.pages_in_use / 8),
         "free resident {} with {} in use",
         after.free_resident,
         after.pages_in_use
