@@ -61,6 +61,8 @@ pub(crate) struct Heap {
     pub(crate) tiny_frees: AtomicU64,
     /// This thread's frees of objects of its current tiny block.
     tiny_cur_frees: Cell<u8>,
+    /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
+    empty_kept: Cell<usize>,
     /// Head of the full list (all classes).
     full: Cell<*mut Span>,
     /// Blocks other threads delivered because their span was parked full (see `remote`).
@@ -92,6 +94,7 @@ impl Heap {
             tiny_base: Cell::new(0),
             tiny_frees: AtomicU64::new(0),
             tiny_cur_frees: Cell::new(0),
+            empty_kept: Cell::new(0),
             full: Cell::new(ptr::null_mut()),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
@@ -112,6 +115,9 @@ impl Heap {
         self
     }
 }
+
+/// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.
+const EMPTY_KEEP: usize = 2 << 20;
 
 /// A heap that may live in a `static`.
 #[repr(transparent)]
@@ -743,6 +749,10 @@ unsafe fn refill(h: &Heap, class: usize) -> Option<*mut Span> {
         // SAFETY: spans on our partial list are owned by `h`.
         let s = unsafe { &*p };
         unlink(&cc.partial, s);
+        if s.used.get() == 0 {
+            let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+            h.empty_kept.set(h.empty_kept.get().saturating_sub(bytes));
+        }
         make_current(h, class, s);
         if s.free.get().is_null() {
             collect_remote(s);
@@ -923,6 +933,14 @@ fn collect_remote_tiny(s: &Span, head: usize) -> u32 {
 #[cold]
 #[inline(never)]
 unsafe fn span_emptied(h: &Heap, s: &Span) {
+    let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+    if s.tag() == ListTag::Partial && h.empty_kept.get() + bytes <= EMPTY_KEEP {
+        // Keep it on the partial list for the next refill of its class: a program that frees
+        // a batch and allocates it again does not go through the page heap (and the OS) each
+        // time.
+        h.empty_kept.set(h.empty_kept.get() + bytes);
+        return;
+    }
     match s.tag() {
         ListTag::Partial => unlink(&h.classes[s.class.get() as usize].partial, s),
         ListTag::Full => unlink(&h.full, s),
@@ -1349,6 +1367,7 @@ pub(crate) unsafe fn abandon(h: &Heap) {
         // SAFETY: on no list, owned.
         unsafe { give_away(s) };
     }
+    h.empty_kept.set(0);
 }
 
 /// Releases an owned span that is on no list: to the page heap if empty, else to its central

@@ -54,7 +54,12 @@ pub fn claim(word: &AtomicU16, seen: u16) -> bool {
 #[inline(always)]
 pub fn owner_free(word: &AtomicU16, local: u8) -> bool {
     let w = word.load(Ordering::Acquire);
-    is_dead(w, local) && claim(word, w)
+    if !is_dead(w, local) {
+        return false;
+    }
+    // Every object was freed by the owner itself: no other thread holds a piece of the block,
+    // so nobody can race for it and no claim is needed.
+    remote_of(w) == 0 || claim(word, w)
 }
 
 /// A thread other than the owner frees an object of the block. `Some(true)`: the caller frees
