@@ -57,9 +57,14 @@ pub fn owner_free(word: &AtomicU16, local: u8) -> bool {
     if !is_dead(w, local) {
         return false;
     }
-    // Every object was freed by the owner itself: no other thread holds a piece of the block,
-    // so nobody can race for it and no claim is needed.
-    remote_of(w) == 0 || claim(word, w)
+    if remote_of(w) == 0 {
+        // Every object was freed by the owner itself: no other thread holds a piece of the
+        // block, so nobody races for it and a plain store marks it dead (a stale dirty mark
+        // must not find it dead again).
+        word.store(DEAD, Ordering::Relaxed);
+        return true;
+    }
+    claim(word, w)
 }
 
 /// A thread other than the owner frees an object of the block. `Some(true)`: the caller frees
