@@ -12,7 +12,7 @@
 //!
 //! # Design
 //!
-//! Memory flows one way: OS → [page heap](chunk) → central pools → thread heaps → entry points.
+//! Memory flows one way: OS → page heap → central pools → thread heaps → routines → entry points.
 //!
 //! - **Size classes**: Go's 67 classes from 8 B to 32 KiB on 8 KiB pages, as a `const` table with
 //!   a `const fn` lookup ([`size_class`]).
