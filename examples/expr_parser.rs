@@ -170,15 +170,15 @@ fn source(seed: u64, terms: usize) -> String {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        if x % 5 == 0 {
+        if x.is_multiple_of(5) {
             s.push('(');
             depth += 1;
         }
-        if x % 7 == 0 {
+        if x.is_multiple_of(7) {
             s.push('-');
         }
         s.push_str(&(x % 1000).to_string());
-        if depth > 0 && x % 3 == 0 {
+        if depth > 0 && x.is_multiple_of(3) {
             s.push(')');
             depth -= 1;
         }

@@ -164,7 +164,8 @@ fn every_class_boundary() {
                     "{l:?}: usable {usable}"
                 );
                 assert!(
-                    (1..class).all(|k| class_size(k) < size || class_size(k) % align != 0),
+                    (1..class)
+                        .all(|k| class_size(k) < size || !class_size(k).is_multiple_of(align)),
                     "{l:?}: class {class} is not the tightest"
                 );
             } else {
@@ -249,7 +250,7 @@ fn every_power_of_two_alignment() {
         unsafe {
             let q = specalloc::realloc(p, l, 1536 * KIB);
             assert!(
-                !q.is_null() && q as usize % align == 0,
+                !q.is_null() && (q as usize).is_multiple_of(align),
                 "grow {l:?} -> {q:p}"
             );
             check(q, 5000, s, "realloc grow");
@@ -257,7 +258,7 @@ fn every_power_of_two_alignment() {
             let l2 = layout(1536 * KIB, align);
             let r = std::alloc::realloc(q, l2, 64);
             assert!(
-                !r.is_null() && r as usize % align == 0,
+                !r.is_null() && (r as usize).is_multiple_of(align),
                 "shrink {l2:?} -> {r:p}"
             );
             check(r, 64, s, "realloc shrink");
@@ -282,7 +283,7 @@ fn zeroed_memory_reads_zero() {
         for &size in &sizes {
             let l = layout(size, align);
             let p = specalloc::alloc_zeroed(l);
-            assert!(!p.is_null() && p as usize % align == 0, "{l:?}");
+            assert!(!p.is_null() && (p as usize).is_multiple_of(align), "{l:?}");
             // SAFETY: a zeroed block of `size` bytes; dirtied before it is freed so that the
             // next zeroed request of a nearby size is likely to get dirty memory.
             unsafe {
@@ -326,7 +327,7 @@ fn zeroed_after_reuse_of_dirty_blocks() {
                         // SAFETY: not zero-sized.
                         unsafe { std::alloc::alloc_zeroed(l) }
                     };
-                    assert!(!p.is_null() && p as usize % align == 0, "{l:?}");
+                    assert!(!p.is_null() && (p as usize).is_multiple_of(align), "{l:?}");
                     p
                 })
                 .collect();
@@ -534,7 +535,7 @@ fn random_blocks_do_not_overlap() {
         let l = layout(size, align);
         let via_std = i % 2 == 1;
         let p = alloc_via(l, via_std);
-        assert!(!p.is_null() && p as usize % align == 0, "{l:?}");
+        assert!(!p.is_null() && (p as usize).is_multiple_of(align), "{l:?}");
         // SAFETY: `size` live bytes.
         unsafe { p.write_bytes(byte_of(i), size) };
         blocks.push((p, l, via_std));
@@ -580,7 +581,10 @@ fn zero_sized_and_impossible_requests() {
                 } else {
                     specalloc::alloc(l)
                 };
-                assert!(!p.is_null() && p as usize % l.align() == 0, "{l:?}");
+                assert!(
+                    !p.is_null() && (p as usize).is_multiple_of(l.align()),
+                    "{l:?}"
+                );
                 assert!(seen.insert(p as usize), "{l:?}: {p:p} handed out twice");
                 // SAFETY: usable_size() bytes are usable.
                 unsafe { p.write_bytes(0x11, specalloc::usable_size(l)) };
@@ -594,7 +598,7 @@ fn zero_sized_and_impossible_requests() {
     for &align in zero_huge {
         let l = layout(0, align);
         let p = specalloc::alloc(l);
-        assert!(!p.is_null() && p as usize % align == 0, "{l:?}");
+        assert!(!p.is_null() && (p as usize).is_multiple_of(align), "{l:?}");
         blocks.push((p, l));
     }
     for (p, l) in blocks {

@@ -14,7 +14,7 @@ pub(crate) static MAPPED: AtomicUsize = AtomicUsize::new(0);
 
 /// Maps `size` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed, read-write memory.
 pub(crate) fn map(size: usize) -> Option<NonNull<u8>> {
-    debug_assert!(size % OS_PAGE == 0 && size > 0);
+    debug_assert!(size.is_multiple_of(OS_PAGE) && size > 0);
     // SAFETY: an anonymous private mapping with no address hint touches no existing memory;
     // the result is checked for MAP_FAILED before use.
     let p = unsafe {

@@ -149,7 +149,7 @@ pub const fn class_of(size: usize, align: usize) -> usize {
         CONST_CLASS128[(rounded - SMALL_SIZE_MAX).div_ceil(128)] as usize
     };
     while c < NUM_CLASSES {
-        if class_size(c) % align == 0 {
+        if class_size(c).is_multiple_of(align) {
             return c;
         }
         c += 1;
@@ -241,7 +241,7 @@ mod tests {
                 let c = class_of(size, align);
                 let want = if size == 0 { 16 } else { size };
                 let expect = (1..NUM_CLASSES)
-                    .find(|&c| class_size(c) >= want && class_size(c) % align == 0)
+                    .find(|&c| class_size(c) >= want && class_size(c).is_multiple_of(align))
                     .unwrap_or(0);
                 assert_eq!(c, expect, "size {size} align {align}");
                 if align <= 16 {

@@ -16,11 +16,11 @@ const TINY_MAX: usize = 15;
 
 /// Go's alignment of a tiny object's offset, from its size.
 fn tiny_align(size: usize) -> usize {
-    if size % 8 == 0 {
+    if size.is_multiple_of(8) {
         8
-    } else if size % 4 == 0 {
+    } else if size.is_multiple_of(4) {
         4
-    } else if size % 2 == 0 {
+    } else if size.is_multiple_of(2) {
         2
     } else {
         1
