@@ -315,6 +315,11 @@ unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
     if fresh {
         // SAFETY: the block is ours and at least one word long.
         unsafe { (p as *mut usize).write(0) };
+    } else if size >= 128 {
+        // From 128 bytes up libc's memset (vectorised for the CPU at load time) beats the
+        // baseline-x86-64 stores the compiler inlines for a constant size.
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { libc::memset(p.cast(), 0, size) };
     } else {
         // SAFETY: the block is ours and at least `size` bytes long.
         unsafe { ptr::write_bytes(p, 0, size) };
