@@ -3,7 +3,11 @@
 //! * [`stats`]: medians, spreads, geometric means and the Mann-Whitney U
 //!   test, for comparing timing samples;
 //! * [`harness`]: interleaved-rounds benchmarking with benchstat-like tables
-//!   and raw CSV output.
+//!   and raw CSV output;
+//! * [`sweep`]: the size sweep's shared logic (configurations, the `nm`
+//!   check of each build, the worker/driver line formats, summaries);
+//! * [`sweep_loops`]: the size sweep's timed loops, shared by every
+//!   configuration of its worker.
 //!
 //! The benchmarks themselves are binaries under `src/bin/`; see each one's
 //! documentation for what it measures and how to run it.
@@ -13,3 +17,5 @@
 
 pub mod harness;
 pub mod stats;
+pub mod sweep;
+pub mod sweep_loops;
