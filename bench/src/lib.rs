@@ -19,3 +19,60 @@ pub mod harness;
 pub mod stats;
 pub mod sweep;
 pub mod sweep_loops;
+
+/// Declares the `#[global_allocator]` a benchmark worker was built with: the first of the
+/// features `global-system`, `global-mimalloc`, `global-jemalloc`, `global-snmalloc`, or
+/// specalloc when none is on; and `GLOBAL_NAME`, its name. Each configuration is built alone
+/// into its own target directory (see `sweep`), so only one of the features is ever on.
+#[macro_export]
+macro_rules! select_global_allocator {
+    () => {
+        #[cfg(feature = "global-system")]
+        #[global_allocator]
+        static GLOBAL: std::alloc::System = std::alloc::System;
+
+        #[cfg(all(feature = "global-mimalloc", not(feature = "global-system")))]
+        #[global_allocator]
+        static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+        #[cfg(all(
+            feature = "global-jemalloc",
+            not(any(feature = "global-system", feature = "global-mimalloc"))
+        ))]
+        #[global_allocator]
+        static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+        #[cfg(all(
+            feature = "global-snmalloc",
+            not(any(
+                feature = "global-system",
+                feature = "global-mimalloc",
+                feature = "global-jemalloc"
+            ))
+        ))]
+        #[global_allocator]
+        static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
+
+        #[cfg(not(any(
+            feature = "global-system",
+            feature = "global-mimalloc",
+            feature = "global-jemalloc",
+            feature = "global-snmalloc"
+        )))]
+        #[global_allocator]
+        static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+
+        /// The global allocator compiled in (same precedence as the statics above).
+        const GLOBAL_NAME: &str = if cfg!(feature = "global-system") {
+            "system"
+        } else if cfg!(feature = "global-mimalloc") {
+            "mimalloc"
+        } else if cfg!(feature = "global-jemalloc") {
+            "jemalloc"
+        } else if cfg!(feature = "global-snmalloc") {
+            "snmalloc"
+        } else {
+            "specalloc"
+        };
+    };
+}

@@ -16,54 +16,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
-#[cfg(feature = "global-system")]
-#[global_allocator]
-static GLOBAL: std::alloc::System = std::alloc::System;
-
-#[cfg(all(feature = "global-mimalloc", not(feature = "global-system")))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-#[cfg(all(
-    feature = "global-jemalloc",
-    not(any(feature = "global-system", feature = "global-mimalloc"))
-))]
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-#[cfg(all(
-    feature = "global-snmalloc",
-    not(any(
-        feature = "global-system",
-        feature = "global-mimalloc",
-        feature = "global-jemalloc"
-    ))
-))]
-#[global_allocator]
-static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
-
-#[cfg(not(any(
-    feature = "global-system",
-    feature = "global-mimalloc",
-    feature = "global-jemalloc",
-    feature = "global-snmalloc"
-)))]
-#[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-
-fn allocator() -> &'static str {
-    if cfg!(feature = "global-system") {
-        "system"
-    } else if cfg!(feature = "global-mimalloc") {
-        "mimalloc"
-    } else if cfg!(feature = "global-jemalloc") {
-        "jemalloc"
-    } else if cfg!(feature = "global-snmalloc") {
-        "snmalloc"
-    } else {
-        "specalloc"
-    }
-}
+specalloc_bench::select_global_allocator!();
 
 /// Peak resident set size of this process, in KiB (getrusage).
 fn peak_rss_kb() -> u64 {
@@ -201,7 +154,7 @@ fn main() {
     let wall = start.elapsed().as_secs_f64() * 1000.0;
     println!(
         "{workload},{},{wall:.1},{},{name},{value:.3}",
-        allocator(),
+        GLOBAL_NAME,
         peak_rss_kb()
     );
 }

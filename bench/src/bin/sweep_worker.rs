@@ -51,53 +51,7 @@ use std::time::Instant;
 use specalloc_bench::sweep::{self, AllocPath, CellId, SampleLine, Shape, Target, BATCH};
 use specalloc_bench::sweep_loops::{self, Loops, TimeFn};
 
-#[cfg(feature = "global-system")]
-#[global_allocator]
-static GLOBAL: std::alloc::System = std::alloc::System;
-
-#[cfg(all(feature = "global-mimalloc", not(feature = "global-system")))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-#[cfg(all(
-    feature = "global-jemalloc",
-    not(any(feature = "global-system", feature = "global-mimalloc"))
-))]
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-#[cfg(all(
-    feature = "global-snmalloc",
-    not(any(
-        feature = "global-system",
-        feature = "global-mimalloc",
-        feature = "global-jemalloc"
-    ))
-))]
-#[global_allocator]
-static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
-
-#[cfg(not(any(
-    feature = "global-system",
-    feature = "global-mimalloc",
-    feature = "global-jemalloc",
-    feature = "global-snmalloc"
-)))]
-#[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-
-/// The global allocator compiled in (same precedence as the statics above).
-const GLOBAL_NAME: &str = if cfg!(feature = "global-system") {
-    "system"
-} else if cfg!(feature = "global-mimalloc") {
-    "mimalloc"
-} else if cfg!(feature = "global-jemalloc") {
-    "jemalloc"
-} else if cfg!(feature = "global-snmalloc") {
-    "snmalloc"
-} else {
-    "specalloc"
-};
+specalloc_bench::select_global_allocator!();
 
 /// The driver relates run-time addresses to `nm`'s through this symbol.
 #[no_mangle]
