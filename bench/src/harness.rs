@@ -412,11 +412,20 @@ impl<'n> Progress<'n> {
 }
 
 /// A small deterministic PRNG (SplitMix64), used only to shuffle the order
-/// of the cells.
-struct SplitMix64(u64);
+/// of benchmark cells and processes.
+///
+/// ```
+/// let mut r = specalloc_bench::harness::SplitMix64(7);
+/// let mut v = [1, 2, 3, 4];
+/// r.shuffle(&mut v);
+/// v.sort();
+/// assert_eq!(v, [1, 2, 3, 4]);
+/// ```
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    /// The next pseudo-random number.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -425,9 +434,9 @@ impl SplitMix64 {
     }
 
     /// Fisher-Yates shuffle.
-    fn shuffle<T>(&mut self, v: &mut [T]) {
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
         for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
             v.swap(i, j);
         }
     }

@@ -479,25 +479,7 @@ struct Proc<'a> {
     suffix: &'static str,
 }
 
-/// SplitMix64 for the order of the processes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
+use specalloc_bench::harness::SplitMix64 as Rng;
 
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -602,7 +584,7 @@ fn run_sweep(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let tty = std::io::stderr().is_terminal();
     for round in 0..opts.rounds {
         // One seed per process and round: its slices partition its cells.
-        let seeds: Vec<u64> = procs.iter().map(|_| rng.next()).collect();
+        let seeds: Vec<u64> = procs.iter().map(|_| rng.next_u64()).collect();
         let mut runs: Vec<(usize, usize)> = (0..procs.len())
             .flat_map(|p| (0..slices[p]).map(move |s| (p, s)))
             .collect();

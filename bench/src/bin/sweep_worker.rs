@@ -244,25 +244,7 @@ fn all_cells() -> Vec<Cell> {
     cells
 }
 
-/// SplitMix64, to shuffle the order of the cells.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
+use specalloc_bench::harness::SplitMix64 as Rng;
 
 /// The cost of one `Instant::now()` + `elapsed()` pair, in ns: the best of
 /// five averages over 20 000 pairs.
