@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release --example nm_probe
-//! nm -C --defined-only target/release/examples/nm_probe | grep 'alloc_runtime::routines::' \
+//! nm -C --defined-only target/release/examples/nm_probe | grep 'specalloc_runtime::routines::' \
 //!     | sort -u -k1,1 | wc -l
 //! ```
 

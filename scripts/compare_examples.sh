@@ -21,7 +21,7 @@ for c in "${configs[@]}"; do
         $(for e in "${examples[@]}"; do echo --example "$e"; done) \
         ${f:+--features "$f"} >&2
     n=$(nm -C --defined-only "target/compare/$c/release/examples/binary_trees" \
-        | grep -c 'alloc_runtime::routines::' || true)
+        | grep -c 'specalloc_runtime::routines::' || true)
     echo "$c: $n specialised routine symbols in binary_trees" >&2
     if [[ $c == specialised && $n -eq 0 ]] || [[ $c != specialised && $n -ne 0 ]]; then
         echo "configuration $c failed its symbol check; refusing to report" >&2

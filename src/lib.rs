@@ -1,6 +1,6 @@
 //! specalloc: Go 1.27's size-specialised allocation, for Rust.
 //!
-//! This facade re-exports the runtime ([`alloc_runtime`]) and the macros: [`alloc!`] for
+//! This facade re-exports the runtime ([`specalloc_runtime`]) and the macros: [`alloc!`] for
 //! explicit allocations and [`#[specialize]`](specialize) to rewrite the allocation sites of
 //! existing code (see `docs/macros.md` for a walkthrough with `cargo expand`).
 //!
@@ -15,10 +15,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-pub use alloc_runtime::*;
+pub use specalloc_runtime::*;
 
 /// The runtime crate itself, for paths that name it.
-pub use alloc_runtime as runtime;
+pub use specalloc_runtime as runtime;
 
 use core::fmt;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -126,7 +126,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 ///     1
 /// }
 /// ```
-pub use alloc_macros::specialize;
+pub use specalloc_macros::specialize;
 
 /// Allocates through the routine chosen from a type's size class, returning std types.
 ///
@@ -314,8 +314,8 @@ pub fn sites() -> Vec<SiteStats> {
 pub mod __private {
     use super::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering, SiteRoute, SiteStats};
 
-    pub use alloc_macros::alloc;
-    pub use alloc_runtime::spec;
+    pub use specalloc_macros::alloc;
+    pub use specalloc_runtime::spec;
     pub use core::mem::MaybeUninit;
     pub use std::boxed::Box;
     pub use std::string::String;

@@ -44,7 +44,7 @@ fn routines(bin: &Path) -> Vec<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let mut addrs: Vec<String> = text
         .lines()
-        .filter(|l| l.contains("alloc_runtime::routines::"))
+        .filter(|l| l.contains("specalloc_runtime::routines::"))
         .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
         .collect();
     addrs.sort();

@@ -1,10 +1,10 @@
 //! The walkthrough of `docs/macros.md`: a few allocation sites under `#[specialize]`.
 //!
 //! ```sh
-//! cargo run -p alloc-macros --example specialized              # run it: the per-site report
-//! cargo expand -p alloc-macros --example specialized           # see each rewritten site
-//! cargo build --release -p alloc-macros --example specialized
-//! nm -C target/release/examples/specialized | grep alloc_runtime::routines::   # the routines
+//! cargo run -p specalloc-macros --example specialized              # run it: the per-site report
+//! cargo expand -p specalloc-macros --example specialized           # see each rewritten site
+//! cargo build --release -p specalloc-macros --example specialized
+//! nm -C target/release/examples/specialized | grep specalloc_runtime::routines::   # the routines
 //! ```
 
 use specalloc::specialize;

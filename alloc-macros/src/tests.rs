@@ -1,7 +1,7 @@
 //! Expansion snapshots (`insta` over `prettyplease`) of representative inputs, taken from the
 //! `proc_macro2` entry points, so every change to the generated code shows up in review.
 //! The snapshots live in `alloc-macros/tests/snapshots/`; after an intended change, run
-//! `INSTA_UPDATE=always cargo test -p alloc-macros --lib` (or `cargo insta review`) and review
+//! `INSTA_UPDATE=always cargo test -p specalloc-macros --lib` (or `cargo insta review`) and review
 //! the diff.
 
 use proc_macro2::TokenStream;

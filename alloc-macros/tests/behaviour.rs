@@ -3,8 +3,8 @@
 //! compare the two. Run with and without the opt-out switch:
 //!
 //! ```sh
-//! cargo test -p alloc-macros --test behaviour
-//! cargo test -p alloc-macros --test behaviour --features no-size-specialized
+//! cargo test -p specalloc-macros --test behaviour
+//! cargo test -p specalloc-macros --test behaviour --features no-size-specialized
 //! ```
 // The functions are written the way user code is, allocation sites and all, not the way clippy
 // would have them; `Box::new_zeroed` (Rust 1.92) is exercised although the MSRV is older.

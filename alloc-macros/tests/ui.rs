@@ -2,7 +2,7 @@
 //! forms they must accept (pass cases, which also run and check their results).
 //!
 //! After an intended change to a message, regenerate with
-//! `TRYBUILD=overwrite cargo test -p alloc-macros --test ui` and review the `.stderr` diff.
+//! `TRYBUILD=overwrite cargo test -p specalloc-macros --test ui` and review the `.stderr` diff.
 
 #[test]
 fn ui() {

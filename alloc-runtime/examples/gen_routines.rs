@@ -1,7 +1,7 @@
 //! Rewrites `alloc-runtime/src/routines.rs` from the generator in `tools/gen_routines.rs`.
 //!
 //! ```text
-//! cargo run -p alloc-runtime --example gen_routines
+//! cargo run -p specalloc-runtime --example gen_routines
 //! ```
 
 #[path = "../tools/gen_routines.rs"]

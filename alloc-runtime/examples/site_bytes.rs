@@ -5,7 +5,7 @@
 //! sizes with:
 //!
 //! ```text
-//! cargo build --release -p alloc-runtime --example site_bytes
+//! cargo build --release -p specalloc-runtime --example site_bytes
 //! nm -S --size-sort -C target/release/examples/site_bytes | grep 'site_bytes::ten_'
 //! ```
 
@@ -13,7 +13,7 @@ use std::alloc::Layout;
 use std::hint::black_box;
 
 #[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 #[inline(always)]
 fn generic<const N: usize>() {
@@ -22,13 +22,13 @@ fn generic<const N: usize>() {
 
 #[inline(always)]
 fn specialised<const N: usize>() {
-    black_box(alloc_runtime::spec::boxed(black_box([0u64; N])));
+    black_box(specalloc_runtime::spec::boxed(black_box([0u64; N])));
 }
 
 #[inline(always)]
 fn inlined<const N: usize>() {
     let l = Layout::new::<[u64; N]>();
-    let p = alloc_runtime::alloc_inline(l);
+    let p = specalloc_runtime::alloc_inline(l);
     assert!(!p.is_null());
     // SAFETY: `p` is a block for one `[u64; N]` from this allocator, the global one, so `Box`
     // may own and free it.

@@ -1,12 +1,12 @@
 //! Times alloc+free pairs of a few sizes through the generic path (a development probe):
-//! `cargo run --release -p alloc-runtime --example tinyperf -- [pairs] [size]`.
+//! `cargo run --release -p specalloc-runtime --example tinyperf -- [pairs] [size]`.
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::time::Instant;
 
 #[inline(never)]
 fn pair(l: Layout, n: usize) {
-    let a = alloc_runtime::SpecAlloc;
+    let a = specalloc_runtime::SpecAlloc;
     for _ in 0..n {
         // SAFETY: a valid layout; the block is freed once with it.
         unsafe {

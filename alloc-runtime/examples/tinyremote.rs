@@ -1,9 +1,9 @@
 //! Development probe: tiny objects allocated on producer threads and freed on a consumer
 //! thread (remote tiny frees), then checks that every tiny block came back.
 #[global_allocator]
-static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 fn main() {
-    let s0 = alloc_runtime::stats();
+    let s0 = specalloc_runtime::stats();
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Box<[u8; 5]>>>();
     let cons = std::thread::spawn(move || {
         let mut n = 0;
@@ -41,7 +41,7 @@ fn main() {
         p.join().unwrap();
     }
     let n = cons.join().unwrap();
-    let s1 = alloc_runtime::stats();
+    let s1 = specalloc_runtime::stats();
     println!("consumed {n}; tiny objects {} -> {}, tiny blocks {} -> {}, tiny spans {} -> {}, central {}",
         s0.tiny_objects, s1.tiny_objects, s0.tiny_blocks, s1.tiny_blocks, s0.tiny_spans, s1.tiny_spans, s1.central_spans);
 }

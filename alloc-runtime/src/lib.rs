@@ -4,7 +4,7 @@
 //!
 //! ```
 //! #[global_allocator]
-//! static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+//! static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 //!
 //! let v: Vec<u64> = (0..1000).collect();
 //! assert_eq!(v.iter().sum::<u64>(), 499_500);
@@ -56,7 +56,7 @@ pub use stats::{stats, ClassStats, Stats};
 ///
 /// ```
 /// use std::alloc::{GlobalAlloc, Layout};
-/// let a = alloc_runtime::SpecAlloc;
+/// let a = specalloc_runtime::SpecAlloc;
 /// let layout = Layout::from_size_align(100, 8).unwrap();
 /// unsafe {
 ///     let p = a.alloc_zeroed(layout);
@@ -107,9 +107,9 @@ fn is_small(size: usize, align: usize) -> bool {
 /// ```
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u32; 10]>();
-/// let p = alloc_runtime::alloc(layout);
+/// let p = specalloc_runtime::alloc(layout);
 /// assert!(!p.is_null() && p as usize % 4 == 0);
-/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline]
 pub fn alloc(layout: Layout) -> *mut u8 {
@@ -129,9 +129,9 @@ pub fn alloc(layout: Layout) -> *mut u8 {
 /// ```
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u64; 64]>();
-/// let p = alloc_runtime::alloc_zeroed(layout);
+/// let p = specalloc_runtime::alloc_zeroed(layout);
 /// assert!(unsafe { core::slice::from_raw_parts(p, 512) }.iter().all(|&b| b == 0));
-/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline]
 pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
@@ -155,9 +155,9 @@ pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
 /// ```
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u64; 5]>();
-/// let p = alloc_runtime::alloc_inline(layout);
+/// let p = specalloc_runtime::alloc_inline(layout);
 /// assert!(!p.is_null());
-/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline(always)]
 pub fn alloc_inline(layout: Layout) -> *mut u8 {
@@ -176,9 +176,9 @@ pub fn alloc_inline(layout: Layout) -> *mut u8 {
 /// ```
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u64; 5]>();
-/// let p = alloc_runtime::alloc_zeroed_inline(layout);
+/// let p = specalloc_runtime::alloc_zeroed_inline(layout);
 /// assert!(unsafe { core::slice::from_raw_parts(p, 40) }.iter().all(|&b| b == 0));
-/// unsafe { alloc_runtime::dealloc(p, layout) };
+/// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline(always)]
 pub fn alloc_zeroed_inline(layout: Layout) -> *mut u8 {
@@ -276,8 +276,8 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
 /// environment variable `SPECALLOC_LARGE_CACHE_PERCENT` when set.
 ///
 /// ```
-/// alloc_runtime::set_large_cache_percent(10);
-/// alloc_runtime::set_large_cache_percent(25);
+/// specalloc_runtime::set_large_cache_percent(10);
+/// specalloc_runtime::set_large_cache_percent(25);
 /// ```
 pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
@@ -310,8 +310,8 @@ fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
 ///
 /// ```
 /// use core::alloc::Layout;
-/// assert_eq!(alloc_runtime::usable_size(Layout::from_size_align(20, 8).unwrap()), 24);
-/// assert_eq!(alloc_runtime::usable_size(Layout::from_size_align(3, 1).unwrap()), 3);
+/// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(20, 8).unwrap()), 24);
+/// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(3, 1).unwrap()), 3);
 /// ```
 pub fn usable_size(layout: Layout) -> usize {
     let (size, align) = (layout.size(), layout.align());

@@ -8,7 +8,7 @@
 //! Class 0 is not a size class; [`class_of`] returns it for sizes that are not small.
 //!
 //! ```
-//! use alloc_runtime::size_class::{class_of, class_size, NUM_CLASSES, MAX_SMALL_SIZE};
+//! use specalloc_runtime::size_class::{class_of, class_size, NUM_CLASSES, MAX_SMALL_SIZE};
 //!
 //! const C: usize = class_of(24, 8); // evaluated at compile time
 //! assert_eq!(class_size(C), 24);
@@ -130,7 +130,7 @@ const CONST_CLASS128: [u8; CLASS128_LEN] = build_class128();
 /// size-specialised routines pick their class at compile time.
 ///
 /// ```
-/// use alloc_runtime::size_class::{class_of, class_size, class_align};
+/// use specalloc_runtime::size_class::{class_of, class_size, class_align};
 /// const C: usize = class_of(40, 32);
 /// assert_eq!(class_size(C), 64); // 48 is only 16-aligned
 /// assert!(class_align(C) >= 32);

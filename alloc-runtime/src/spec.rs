@@ -19,9 +19,9 @@
 //!
 //! ```
 //! #[global_allocator]
-//! static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+//! static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 //!
-//! use alloc_runtime::spec;
+//! use specalloc_runtime::spec;
 //! let b = spec::boxed([1u64, 2, 3]); // calls routines::small_sc3 (24 bytes)
 //! assert_eq!(b.iter().sum::<u64>(), 6);
 //! let v: Vec<u32> = spec::vec_with_capacity::<u32, 5>();
@@ -44,8 +44,8 @@ pub const SIZE_SPECIALIZED: bool = !cfg!(feature = "no-size-specialized");
 /// sizes, large sizes, and alignments no routine guarantees). Usable in constants.
 ///
 /// ```
-/// use alloc_runtime::spec::routine;
-/// const R: Option<alloc_runtime::routines::Routine> = routine(24, 8, false);
+/// use specalloc_runtime::spec::routine;
+/// const R: Option<specalloc_runtime::routines::Routine> = routine(24, 8, false);
 /// assert!(R.is_some());
 /// assert!(routine(0, 1, false).is_none());
 /// assert!(routine(1 << 20, 8, false).is_none());
@@ -171,8 +171,8 @@ fn oom(layout: Layout) -> ! {
 /// Allocates room for one `T`, uninitialised, through the routine of `T`'s size class.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let mut b = alloc_runtime::spec::uninit::<u64>();
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let mut b = specalloc_runtime::spec::uninit::<u64>();
 /// b.write(7);
 /// assert_eq!(unsafe { b.assume_init() }, Box::new(7));
 /// ```
@@ -191,8 +191,8 @@ pub fn uninit<T>() -> Box<MaybeUninit<T>> {
 /// Allocates one `T` whose bytes are all zero, through the zeroing routine of its class.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let b = alloc_runtime::spec::zeroed::<[u32; 16]>();
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let b = specalloc_runtime::spec::zeroed::<[u32; 16]>();
 /// assert_eq!(unsafe { b.assume_init() }, Box::new([0u32; 16]));
 /// ```
 #[inline(always)]
@@ -208,8 +208,8 @@ pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
 /// Boxes `x` through the routine of `T`'s size class: `Box::new`, specialised.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let b: Box<dyn std::fmt::Debug> = alloc_runtime::spec::boxed((1u8, 2u16));
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let b: Box<dyn std::fmt::Debug> = specalloc_runtime::spec::boxed((1u8, 2u16));
 /// assert_eq!(format!("{b:?}"), "(1, 2)");
 /// ```
 #[inline(always)]
@@ -229,8 +229,8 @@ pub fn boxed<T>(x: T) -> Box<T> {
 /// routine of `N * size_of::<T>()` bytes.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let mut v = alloc_runtime::spec::vec_with_capacity::<u64, 3>();
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let mut v = specalloc_runtime::spec::vec_with_capacity::<u64, 3>();
 /// assert!(v.capacity() >= 3);
 /// v.extend([1, 2, 3, 4]); // grows by realloc like any Vec
 /// assert_eq!(v, [1, 2, 3, 4]);
@@ -254,8 +254,8 @@ pub fn vec_with_capacity<T, const N: usize>() -> Vec<T> {
 /// (dropped when `N` is 0), as the macro does.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let v = alloc_runtime::spec::vec_from_elem::<_, 3>(String::from("a"));
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let v = specalloc_runtime::spec::vec_from_elem::<_, 3>(String::from("a"));
 /// assert_eq!(v, ["a", "a", "a"]);
 /// ```
 #[inline(always)]
@@ -279,8 +279,8 @@ pub fn vec_from_elem<T: Clone, const N: usize>(x: T) -> Vec<T> {
 /// All-zero bytes must be a valid `T`.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let v = unsafe { alloc_runtime::spec::vec_zeroed::<u32, 10>() };
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let v = unsafe { specalloc_runtime::spec::vec_zeroed::<u32, 10>() };
 /// assert_eq!(v, [0u32; 10]);
 /// ```
 #[inline(always)]
@@ -308,8 +308,8 @@ pub unsafe fn vec_zeroed<T, const N: usize>() -> Vec<T> {
 /// the array's size.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let v = alloc_runtime::spec::vec_from_array([1u16, 2, 3]);
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let v = specalloc_runtime::spec::vec_from_array([1u16, 2, 3]);
 /// assert_eq!(v, [1, 2, 3]);
 /// ```
 #[inline(always)]
@@ -328,8 +328,8 @@ pub fn vec_from_array<T, const N: usize>(a: [T; N]) -> Vec<T> {
 /// An empty `String` with room for at least `N` bytes.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// let mut s = alloc_runtime::spec::string_with_capacity::<32>();
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// let mut s = specalloc_runtime::spec::string_with_capacity::<32>();
 /// s.push_str("hi");
 /// assert!(s.capacity() >= 32);
 /// ```
@@ -343,8 +343,8 @@ pub fn string_with_capacity<const N: usize>() -> String {
 /// `"…".to_string()`, specialised. Panics if `s.len() != N`.
 ///
 /// ```
-/// # #[global_allocator] static G: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
-/// assert_eq!(alloc_runtime::spec::string_from::<3>("abc"), "abc");
+/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// assert_eq!(specalloc_runtime::spec::string_from::<3>("abc"), "abc");
 /// ```
 #[inline(always)]
 pub fn string_from<const N: usize>(s: &str) -> String {

@@ -74,7 +74,7 @@ pub struct ClassStats {
 /// other threads allocate is approximate; once they are quiet it is exact.
 ///
 /// ```
-/// let s = alloc_runtime::stats();
+/// let s = specalloc_runtime::stats();
 /// assert!(s.bytes_mapped >= s.bytes_in_use || s.bytes_in_use == 0);
 /// println!("{s}");
 /// ```
@@ -138,11 +138,11 @@ pub struct Stats {
 /// Takes a snapshot of the allocator's statistics.
 ///
 /// ```
-/// let before = alloc_runtime::stats();
-/// let p = alloc_runtime::alloc(core::alloc::Layout::new::<[u64; 3]>());
-/// let after = alloc_runtime::stats();
+/// let before = specalloc_runtime::stats();
+/// let p = specalloc_runtime::alloc(core::alloc::Layout::new::<[u64; 3]>());
+/// let after = specalloc_runtime::stats();
 /// assert_eq!(after.classes[3].allocs, before.classes[3].allocs + 1);
-/// unsafe { alloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 3]>()) };
+/// unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 3]>()) };
 /// ```
 pub fn stats() -> Stats {
     let mut classes = [ClassStats::default(); NUM_CLASSES];

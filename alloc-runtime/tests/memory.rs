@@ -4,10 +4,10 @@
 
 use std::alloc::Layout;
 
-use alloc_runtime::stats;
+use specalloc_runtime::stats;
 
 #[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 /// Resident set size of this process, from /proc/self/statm.
 fn rss() -> usize {
@@ -23,7 +23,7 @@ fn free_pages_return_to_the_os() {
     let layout = Layout::from_size_align(1024, 8).unwrap();
     let blocks: Vec<*mut u8> = (0..65536)
         .map(|i| {
-            let p = alloc_runtime::alloc(layout);
+            let p = specalloc_runtime::alloc(layout);
             assert!(!p.is_null());
             // SAFETY: a live 1 KiB block.
             unsafe { p.write_bytes(i as u8 | 1, 1024) };
@@ -35,7 +35,7 @@ fn free_pages_return_to_the_os() {
     let rss_peak = rss();
     for p in blocks {
         // SAFETY: allocated above with `layout`, freed once.
-        unsafe { alloc_runtime::dealloc(p, layout) };
+        unsafe { specalloc_runtime::dealloc(p, layout) };
     }
     let after = stats();
     assert!(after.returned_to_os > before.returned_to_os + (32 << 20));
@@ -54,7 +54,7 @@ fn free_pages_return_to_the_os() {
     // Memory the OS took back reads zero through alloc_zeroed, and is usable again.
     let zs: Vec<*mut u8> = (0..4096)
         .map(|_| {
-            let p = alloc_runtime::alloc_zeroed(layout);
+            let p = specalloc_runtime::alloc_zeroed(layout);
             // SAFETY: a live 1 KiB block.
             assert!(unsafe { std::slice::from_raw_parts(p, 1024) }
                 .iter()
@@ -64,7 +64,7 @@ fn free_pages_return_to_the_os() {
         .collect();
     for p in zs {
         // SAFETY: allocated above with `layout`.
-        unsafe { alloc_runtime::dealloc(p, layout) };
+        unsafe { specalloc_runtime::dealloc(p, layout) };
     }
 }
 
@@ -85,7 +85,7 @@ fn huge_cache_stays_under_its_cap() {
             .iter()
             .map(|&s| {
                 let l = Layout::from_size_align(s + round * 4096, 8).unwrap();
-                let p = alloc_runtime::alloc(l);
+                let p = specalloc_runtime::alloc(l);
                 assert!(!p.is_null());
                 // SAFETY: a live block of `s` bytes.
                 unsafe {
@@ -97,7 +97,7 @@ fn huge_cache_stays_under_its_cap() {
             .collect();
         for (l, p) in blocks {
             // SAFETY: allocated above with `l`.
-            unsafe { alloc_runtime::dealloc(p, l) };
+            unsafe { specalloc_runtime::dealloc(p, l) };
             let s = stats();
             assert!(
                 s.large_cache_bytes <= s.large_cache_limit,
@@ -111,29 +111,29 @@ fn huge_cache_stays_under_its_cap() {
     assert!(s.large_cache_limit <= s.pages_in_use / 4 + 4096);
     // A freed mapping is reused: the same size again maps nothing new.
     let l = Layout::from_size_align(3 << 20, 8).unwrap();
-    let p = alloc_runtime::alloc(l);
+    let p = specalloc_runtime::alloc(l);
     // SAFETY: allocated with `l`.
-    unsafe { alloc_runtime::dealloc(p, l) };
+    unsafe { specalloc_runtime::dealloc(p, l) };
     assert!(
         stats().large_cache_bytes >= 3 << 20,
         "freed mapping not cached"
     );
     let mapped = stats().bytes_mapped;
-    let q = alloc_runtime::alloc_zeroed(l);
+    let q = specalloc_runtime::alloc_zeroed(l);
     assert_eq!(stats().bytes_mapped, mapped, "cached mapping not reused");
     // SAFETY: a live zeroed block of 3 MiB.
     assert!(unsafe { std::slice::from_raw_parts(q, l.size()) }
         .iter()
         .all(|&b| b == 0));
     // SAFETY: allocated with `l`.
-    unsafe { alloc_runtime::dealloc(q, l) };
+    unsafe { specalloc_runtime::dealloc(q, l) };
     // With the cache turned off, nothing is kept.
-    alloc_runtime::set_large_cache_percent(0);
-    let p = alloc_runtime::alloc(l);
+    specalloc_runtime::set_large_cache_percent(0);
+    let p = specalloc_runtime::alloc(l);
     // SAFETY: allocated with `l`.
-    unsafe { alloc_runtime::dealloc(p, l) };
+    unsafe { specalloc_runtime::dealloc(p, l) };
     assert_eq!(stats().large_cache_bytes, 0);
-    alloc_runtime::set_large_cache_percent(25);
+    specalloc_runtime::set_large_cache_percent(25);
     drop(keep);
 }
 

@@ -1,5 +1,5 @@
 //! A model-based test of the allocator: random sequences of allocations, zeroed allocations,
-//! reallocations and frees, through the generic entry points (`alloc_runtime::alloc`,
+//! reallocations and frees, through the generic entry points (`specalloc_runtime::alloc`,
 //! `alloc_zeroed`, `realloc`, `dealloc`) and the size-specialised ones (`spec::One::<T>`),
 //! on this thread and on a second one (so that blocks cross threads both ways and the second
 //! thread's exit hands live blocks to the central pools), are checked against a shadow model:
@@ -16,11 +16,11 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 
-use alloc_runtime::spec::One;
+use specalloc_runtime::spec::One;
 use proptest::prelude::*;
 
 #[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 // ---------------------------------------------------------------------------------------------
 // The menu of types for the size-specialised entry points
@@ -147,12 +147,12 @@ impl Worker {
         let thread = std::thread::spawn(move || {
             for r in rx {
                 let out = match r {
-                    Req::Alloc(layout, false) => alloc_runtime::alloc(layout) as usize,
-                    Req::Alloc(layout, true) => alloc_runtime::alloc_zeroed(layout) as usize,
+                    Req::Alloc(layout, false) => specalloc_runtime::alloc(layout) as usize,
+                    Req::Alloc(layout, true) => specalloc_runtime::alloc_zeroed(layout) as usize,
                     Req::Free(p, layout) => {
                         // SAFETY: the main thread hands over a live block of `layout` and
                         // forgets it.
-                        unsafe { alloc_runtime::dealloc(p as *mut u8, layout) };
+                        unsafe { specalloc_runtime::dealloc(p as *mut u8, layout) };
                         0
                     }
                 };
@@ -299,9 +299,9 @@ impl Model {
                 let p = if remote {
                     self.worker.call(Req::Alloc(layout, zeroed)) as *mut u8
                 } else if zeroed {
-                    alloc_runtime::alloc_zeroed(layout)
+                    specalloc_runtime::alloc_zeroed(layout)
                 } else {
-                    alloc_runtime::alloc(layout)
+                    specalloc_runtime::alloc(layout)
                 };
                 let how = match (remote, zeroed) {
                     (false, false) => "alloc",
@@ -320,7 +320,7 @@ impl Model {
             Op::Realloc { pick, new_size } => {
                 let Some(b) = self.take(pick) else { return };
                 // SAFETY: a live block of `b.layout`; small sizes round up far below isize::MAX.
-                let q = unsafe { alloc_runtime::realloc(b.ptr as *mut u8, b.layout, new_size) };
+                let q = unsafe { specalloc_runtime::realloc(b.ptr as *mut u8, b.layout, new_size) };
                 let origin = format!(
                     "realloc({}, {} -> {new_size}) of {}",
                     b.layout.align(),
@@ -340,7 +340,7 @@ impl Model {
                     self.worker.call(Req::Free(b.ptr, b.layout));
                 } else {
                     // SAFETY: a live block of `b.layout`, dropped from the model.
-                    unsafe { alloc_runtime::dealloc(b.ptr as *mut u8, b.layout) };
+                    unsafe { specalloc_runtime::dealloc(b.ptr as *mut u8, b.layout) };
                 }
             }
         }
@@ -357,7 +357,7 @@ impl Model {
         self.worker.stop();
         for b in self.live.drain(..) {
             // SAFETY: a live block of `b.layout`.
-            unsafe { alloc_runtime::dealloc(b.ptr as *mut u8, b.layout) };
+            unsafe { specalloc_runtime::dealloc(b.ptr as *mut u8, b.layout) };
         }
     }
 }

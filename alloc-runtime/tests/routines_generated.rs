@@ -9,7 +9,7 @@ fn regenerating_changes_nothing() {
     let on_disk = std::fs::read_to_string(path).expect("read src/routines.rs");
     assert!(
         on_disk == gen_routines::generate(),
-        "src/routines.rs is stale: run `cargo run -p alloc-runtime --example gen_routines`"
+        "src/routines.rs is stale: run `cargo run -p specalloc-runtime --example gen_routines`"
     );
 }
 
@@ -20,11 +20,11 @@ fn one_routine_per_class_and_tiny_size() {
     let count = |prefix: &str| text.matches(&format!("pub fn {prefix}")).count();
     assert_eq!(
         count("small_sc"),
-        alloc_runtime::size_class::NUM_CLASSES - 2
+        specalloc_runtime::size_class::NUM_CLASSES - 2
     );
     assert_eq!(
         count("small_zeroed_sc"),
-        alloc_runtime::size_class::NUM_CLASSES - 2
+        specalloc_runtime::size_class::NUM_CLASSES - 2
     );
     assert_eq!(count("tiny_size"), 15);
     assert_eq!(count("tiny_zeroed_size"), 15);

@@ -7,11 +7,11 @@ use std::cell::Cell;
 use std::mem::{align_of, size_of};
 use std::rc::Rc;
 
-use alloc_runtime::size_class::{class_of, class_size};
-use alloc_runtime::spec;
+use specalloc_runtime::size_class::{class_of, class_size};
+use specalloc_runtime::spec;
 
 #[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 fn check_box<T: Copy + PartialEq + std::fmt::Debug>(x: T) {
     let b = spec::boxed(x);
@@ -83,7 +83,7 @@ fn the_generic_path_frees_and_grows_specialised_blocks() {
     let layout = Layout::new::<[u64; 3]>();
     let p = (spec::One::<[u64; 3]>::PLAIN)();
     // SAFETY: a block for `[u64; 3]`, freed once with its layout.
-    unsafe { alloc_runtime::dealloc(p, layout) };
+    unsafe { specalloc_runtime::dealloc(p, layout) };
 }
 
 #[test]
@@ -129,14 +129,14 @@ fn vec_from_elem_keeps_vec_macro_semantics() {
 
 #[test]
 fn routines_are_chosen_at_compile_time() {
-    const R24: Option<alloc_runtime::routines::Routine> = spec::routine(24, 8, false);
+    const R24: Option<specalloc_runtime::routines::Routine> = spec::routine(24, 8, false);
     assert_eq!(
         R24.map(|f| f as usize),
-        Some(alloc_runtime::routines::small_sc3 as alloc_runtime::routines::Routine as usize)
+        Some(specalloc_runtime::routines::small_sc3 as specalloc_runtime::routines::Routine as usize)
     );
     assert_eq!(
         spec::routine(5, 1, false).map(|f| f as usize),
-        Some(alloc_runtime::routines::tiny_size5 as alloc_runtime::routines::Routine as usize)
+        Some(specalloc_runtime::routines::tiny_size5 as specalloc_runtime::routines::Routine as usize)
     );
     // 3 bytes at alignment 4 is no type's layout, and no tiny routine aligns a 3-byte object
     // to 4: the generic path takes it.
@@ -145,7 +145,7 @@ fn routines_are_chosen_at_compile_time() {
     if spec::SIZE_SPECIALIZED {
         assert_eq!(
             spec::One::<[u64; 3]>::PLAIN as usize,
-            alloc_runtime::routines::small_sc3 as alloc_runtime::routines::Routine as usize
+            specalloc_runtime::routines::small_sc3 as specalloc_runtime::routines::Routine as usize
         );
     }
 }
@@ -154,12 +154,12 @@ fn routines_are_chosen_at_compile_time() {
 fn specialised_allocations_are_counted_in_their_class() {
     // Class 59 (16 KiB) is used by no other test of this binary.
     let c = class_of(16384, 8);
-    let before = alloc_runtime::stats().classes[c];
+    let before = specalloc_runtime::stats().classes[c];
     let boxes: Vec<_> = (0..10).map(|_| spec::zeroed::<[u8; 16384]>()).collect();
-    let during = alloc_runtime::stats().classes[c];
+    let during = specalloc_runtime::stats().classes[c];
     assert_eq!(during.allocs - before.allocs, 10);
     assert_eq!(during.live_objects - before.live_objects, 10);
     drop(boxes);
-    let after = alloc_runtime::stats().classes[c];
+    let after = specalloc_runtime::stats().classes[c];
     assert_eq!(after.frees - before.frees, 10);
 }

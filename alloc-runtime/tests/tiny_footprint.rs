@@ -6,10 +6,10 @@
 
 use std::alloc::Layout;
 
-use alloc_runtime::stats;
+use specalloc_runtime::stats;
 
 #[global_allocator]
-static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 const N: usize = 1 << 20;
 
@@ -18,12 +18,12 @@ fn bytes_per_object(size: usize) -> f64 {
     let layout = Layout::from_size_align(size, 1).unwrap();
     // Start each group on a fresh block, as Go's runtime.GC() does between groups.
     let before = stats();
-    let ptrs: Vec<*mut u8> = (0..N).map(|_| alloc_runtime::alloc(layout)).collect();
+    let ptrs: Vec<*mut u8> = (0..N).map(|_| specalloc_runtime::alloc(layout)).collect();
     let during = stats();
     let per = (during.bytes_in_use - before.bytes_in_use) as f64 / N as f64;
     for p in ptrs {
         // SAFETY: allocated above with `layout`, freed once.
-        unsafe { alloc_runtime::dealloc(p, layout) };
+        unsafe { specalloc_runtime::dealloc(p, layout) };
     }
     // The Vec of pointers itself is a large object counted in the delta: subtract it.
     per - (N * 8) as f64 / N as f64
@@ -52,14 +52,14 @@ fn footprint_matches_go_and_blocks_come_back() {
     // Worst case: keep one object of every block (every fifth 3-byte object). The bound: one
     // 16-byte block per survivor, nothing more.
     let layout = Layout::from_size_align(3, 1).unwrap();
-    let ptrs: Vec<*mut u8> = (0..N).map(|_| alloc_runtime::alloc(layout)).collect();
+    let ptrs: Vec<*mut u8> = (0..N).map(|_| specalloc_runtime::alloc(layout)).collect();
     let mut kept = Vec::new();
     for (i, p) in ptrs.into_iter().enumerate() {
         if i % 5 == 0 {
             kept.push(p);
         } else {
             // SAFETY: allocated above with `layout`, freed once.
-            unsafe { alloc_runtime::dealloc(p, layout) };
+            unsafe { specalloc_runtime::dealloc(p, layout) };
         }
     }
     let s = stats();
@@ -71,7 +71,7 @@ fn footprint_matches_go_and_blocks_come_back() {
     );
     for p in kept {
         // SAFETY: allocated above with `layout`, freed once.
-        unsafe { alloc_runtime::dealloc(p, layout) };
+        unsafe { specalloc_runtime::dealloc(p, layout) };
     }
     assert!(stats().tiny_blocks <= base.tiny_blocks + 1);
 }

@@ -60,7 +60,7 @@ macro_rules! select_global_allocator {
             feature = "global-snmalloc"
         )))]
         #[global_allocator]
-        static GLOBAL: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+        static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
         /// The global allocator compiled in (same precedence as the statics above).
         const GLOBAL_NAME: &str = if cfg!(feature = "global-system") {

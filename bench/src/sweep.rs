@@ -55,7 +55,7 @@ pub const MARKER_SYMBOL: &str = "sweep_worker_marker";
 pub const BOUNDARY_SYMBOL: &str = "sweep_cg_boundary";
 
 /// Prefix of the size-specialised routines' demangled symbol names.
-pub const ROUTINE_PREFIX: &str = "alloc_runtime::routines::";
+pub const ROUTINE_PREFIX: &str = "specalloc_runtime::routines::";
 
 /// The shared `pair` loop of [`crate::sweep_loops`], whose instances the
 /// generic configurations' cells run (demangled, without hash: every
@@ -67,7 +67,7 @@ pub const PAIR_LOOP: &str = "specalloc_bench::sweep_loops::pair";
 pub const GENERIC: &str = "generic";
 /// The size-specialised entry points (`spec::uninit` / `spec::zeroed`).
 pub const SPECIALISED: &str = "specialised";
-/// The fully inlined generic path (`alloc_runtime::alloc_inline`).
+/// The fully inlined generic path (`specalloc_runtime::alloc_inline`).
 pub const INLINE: &str = "inline";
 /// `std::alloc::alloc` called directly in the crate that declares the
 /// `#[global_allocator]`, where the allocator shim may be inlined (what
@@ -328,7 +328,7 @@ pub fn expected_routine(path: AllocPath, size: usize, align: usize) -> String {
     if size < 16 {
         format!("tiny_{zeroed}size{size}")
     } else {
-        let class = alloc_runtime::size_class::class_of(size, align);
+        let class = specalloc_runtime::size_class::class_of(size, align);
         format!("small_{zeroed}sc{class}")
     }
 }
@@ -357,7 +357,7 @@ pub struct Target {
 pub struct Description {
     /// The global allocator compiled in.
     pub global: String,
-    /// `alloc_runtime::spec::SIZE_SPECIALIZED` as compiled.
+    /// `specalloc_runtime::spec::SIZE_SPECIALIZED` as compiled.
     pub size_specialized: bool,
     /// Run-time address of [`MARKER_SYMBOL`].
     pub marker: u64,
@@ -567,7 +567,7 @@ pub fn verify(expect: Expect, desc: &Description, symbols: &[Symbol]) -> Check {
                     called.insert(t.addr.wrapping_sub(bias.unwrap_or(0)));
                 } else {
                     p.push(format!(
-                        "{} {} B calls {:?}, expected alloc_runtime::routines::{want}",
+                        "{} {} B calls {:?}, expected specalloc_runtime::routines::{want}",
                         t.path.name(),
                         t.size,
                         names
@@ -1095,12 +1095,12 @@ mod tests {
 
     const NM: &str = "\
 0000000000001000 T sweep_worker_marker
-0000000000002000 T alloc_runtime::routines::small_sc3
-0000000000002040 T alloc_runtime::routines::small_zeroed_sc3
-0000000000002080 t alloc_runtime::routines::tiny_size5
-0000000000002080 t alloc_runtime::routines::tiny_zeroed_size5
-00000000000020c0 T alloc_runtime::spec::fallback_one::h0123456789abcdef
-00000000000020f0 T <alloc_runtime::SpecAlloc as core::alloc::global::GlobalAlloc>::alloc
+0000000000002000 T specalloc_runtime::routines::small_sc3
+0000000000002040 T specalloc_runtime::routines::small_zeroed_sc3
+0000000000002080 t specalloc_runtime::routines::tiny_size5
+0000000000002080 t specalloc_runtime::routines::tiny_zeroed_size5
+00000000000020c0 T specalloc_runtime::spec::fallback_one::h0123456789abcdef
+00000000000020f0 T <specalloc_runtime::SpecAlloc as core::alloc::global::GlobalAlloc>::alloc
                  U malloc
 ";
 
@@ -1110,7 +1110,7 @@ mod tests {
     fn base_nm() -> String {
         let mut s = String::from(
             "0000000000001000 T sweep_worker_marker\n\
-             00000000000020c0 T alloc_runtime::spec::fallback_one\n",
+             00000000000020c0 T specalloc_runtime::spec::fallback_one\n",
         );
         for base in [0x30000, 0x40000] {
             for size in SIZES {
@@ -1211,12 +1211,12 @@ mod tests {
         // Four routine names, three distinct addresses (tiny 5 is folded).
         assert_eq!(routine_addresses(&syms).len(), 3);
         assert_eq!(
-            routine_name("alloc_runtime::routines::small_sc3::h0123456789abcdef"),
+            routine_name("specalloc_runtime::routines::small_sc3::h0123456789abcdef"),
             Some("small_sc3")
         );
-        assert_eq!(routine_name("alloc_runtime::routines::SMALL"), None);
-        assert_eq!(routine_name("alloc_runtime::routines::small_sc"), None);
-        assert_eq!(routine_name("alloc_runtime::spec::routine"), None);
+        assert_eq!(routine_name("specalloc_runtime::routines::SMALL"), None);
+        assert_eq!(routine_name("specalloc_runtime::routines::small_sc"), None);
+        assert_eq!(routine_name("specalloc_runtime::spec::routine"), None);
         assert_eq!(strip_hash("a::b::h0123456789abcdef"), "a::b");
         assert_eq!(strip_hash("a::b::hello"), "a::b::hello");
     }
@@ -1224,9 +1224,9 @@ mod tests {
     #[test]
     fn routine_code_size() {
         let text = "\
-0000000000069f00 0000000000000042 T alloc_runtime::routines::small_sc10
-0000000000069f50 0000000000000040 t alloc_runtime::routines::tiny_size3
-0000000000069f50 0000000000000040 t alloc_runtime::routines::tiny_zeroed_size3
+0000000000069f00 0000000000000042 T specalloc_runtime::routines::small_sc10
+0000000000069f50 0000000000000040 t specalloc_runtime::routines::tiny_size3
+0000000000069f50 0000000000000040 t specalloc_runtime::routines::tiny_zeroed_size3
 0000000000069fa0 0000000000000010 T sweep_worker_marker
 0000000000001000 T no_size_column
 ";
@@ -1264,7 +1264,7 @@ mod tests {
                 let align = 8.min(size & size.wrapping_neg());
                 let _ = writeln!(
                     s,
-                    "{addr:016x} T alloc_runtime::routines::{}",
+                    "{addr:016x} T specalloc_runtime::routines::{}",
                     expected_routine(path, size, align)
                 );
             }

@@ -28,7 +28,7 @@
 //!
 //! # Configurations
 //!
-//! `specalloc` (`alloc_runtime::SpecAlloc`, the baseline of every
+//! `specalloc` (`specalloc_runtime::SpecAlloc`, the baseline of every
 //! comparison), `specalloc A/A` (the very same loops again, as a noise
 //! control: its delta should be `~`), `system` (`std::alloc::System`, the
 //! platform's malloc), and with `--features peers`: `mimalloc`, `jemalloc`
@@ -163,7 +163,7 @@ fn add_allocator<A: GlobalAlloc + Sync>(
     add_size::<A, 1024>(l, b, config, a);
 }
 
-static SPECALLOC: alloc_runtime::SpecAlloc = alloc_runtime::SpecAlloc;
+static SPECALLOC: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 static SYSTEM: System = System;
 #[cfg(feature = "peers")]
 static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

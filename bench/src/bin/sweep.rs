@@ -14,11 +14,11 @@
 //!   the global allocator (specalloc), in loops compiled in this library
 //!   crate, so the allocator shim is called out of line, as from any crate
 //!   but the one declaring the global allocator; every table's baseline;
-//! * `specialised`: `alloc_runtime::spec::uninit::<T>()` /
+//! * `specialised`: `specalloc_runtime::spec::uninit::<T>()` /
 //!   `spec::zeroed::<T>()`, which call the routine of `T`'s size class;
 //! * `specialised A/A`: the same binary again, in a separate process: the
 //!   control, whose true difference is zero;
-//! * `inline`: `alloc_runtime::alloc_inline` (the generic path with the
+//! * `inline`: `specalloc_runtime::alloc_inline` (the generic path with the
 //!   lookup folded at the constant layout);
 //! * `generic-local`: `std::alloc::alloc` called directly in the crate that
 //!   declares the `#[global_allocator]`, where the optimiser may inline the
@@ -408,7 +408,7 @@ fn check_report(workers: &[Worker], header: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "(routines: distinct addresses of alloc_runtime::routines::* symbols; the specialised \
+        "(routines: distinct addresses of specalloc_runtime::routines::* symbols; the specialised \
          build must call the routine of each size and path, the opt-out build must have none)"
     );
     out

@@ -10,7 +10,7 @@
 //!   of `T`'s size), `generic` (`std::alloc::alloc(Layout::new::<T>())`
 //!   through the global allocator, in loops compiled in the library crate,
 //!   so the allocator shim is called out of line: what `Box::new` costs
-//!   from any crate but the one declaring the global allocator), `inline` (`alloc_runtime::alloc_inline`, the fully
+//!   from any crate but the one declaring the global allocator), `inline` (`specalloc_runtime::alloc_inline`, the fully
 //!   inlined generic path) and `generic-local` (`std::alloc::alloc` called
 //!   directly in this crate, which declares the global allocator, so the
 //!   optimiser may inline the allocator shim: what `Box::new` costs here);
@@ -91,11 +91,11 @@ if_specalloc! {
     impl Way for Specialised {
         #[inline(always)]
         fn alloc<T>() -> *mut u8 {
-            Box::into_raw(alloc_runtime::spec::uninit::<T>()).cast()
+            Box::into_raw(specalloc_runtime::spec::uninit::<T>()).cast()
         }
         #[inline(always)]
         fn alloc_zeroed<T>() -> *mut u8 {
-            Box::into_raw(alloc_runtime::spec::zeroed::<T>()).cast()
+            Box::into_raw(specalloc_runtime::spec::zeroed::<T>()).cast()
         }
     }
 
@@ -105,11 +105,11 @@ if_specalloc! {
     impl Way for Inline {
         #[inline(always)]
         fn alloc<T>() -> *mut u8 {
-            alloc_runtime::alloc_inline(const { Layout::new::<T>() })
+            specalloc_runtime::alloc_inline(const { Layout::new::<T>() })
         }
         #[inline(always)]
         fn alloc_zeroed<T>() -> *mut u8 {
-            alloc_runtime::alloc_zeroed_inline(const { Layout::new::<T>() })
+            specalloc_runtime::alloc_zeroed_inline(const { Layout::new::<T>() })
         }
     }
 
@@ -145,8 +145,8 @@ if_specalloc! {
     fn routine_targets() -> Vec<[usize; 2]> {
         let mut v = Vec::new();
         specalloc_bench::for_each_swept_type!(T => v.push([
-            alloc_runtime::spec::One::<T>::PLAIN as usize,
-            alloc_runtime::spec::One::<T>::ZEROED as usize,
+            specalloc_runtime::spec::One::<T>::PLAIN as usize,
+            specalloc_runtime::spec::One::<T>::ZEROED as usize,
         ]));
         v
     }
@@ -279,7 +279,7 @@ fn describe(cells: &[Cell]) {
     out.push_str(&format!("global,{GLOBAL_NAME}\n"));
     out.push_str(&format!(
         "size_specialized,{}\n",
-        alloc_runtime::spec::SIZE_SPECIALIZED
+        specalloc_runtime::spec::SIZE_SPECIALIZED
     ));
     let marker: extern "C" fn() -> usize = sweep_worker_marker;
     out.push_str(&format!("marker,{:x}\n", marker as usize));
