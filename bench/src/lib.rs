@@ -1,13 +1,20 @@
 //! Benchmark support for specalloc.
 //!
+//! * [`cli`]: the one argument parser of every bench binary (lexopt);
 //! * [`stats`]: medians, spreads, geometric means and the Mann-Whitney U
 //!   test, for comparing timing samples;
 //! * [`harness`]: interleaved-rounds benchmarking with benchstat-like tables
 //!   and raw CSV output;
+//! * [`realworld`]: the real-workload suite's programs (JSON, syn, collection
+//!   churn, producer/consumer, text, graph), shared by its worker and tests;
 //! * [`sweep`]: the size sweep's shared logic (configurations, the `nm`
 //!   check of each build, the worker/driver line formats, summaries);
 //! * [`sweep_loops`]: the size sweep's timed loops, shared by every
-//!   configuration of its worker.
+//!   configuration of its worker;
+//! * [`table`]: the one table printer (plain text and markdown) and the
+//!   number formats of every table;
+//! * [`workers`]: building one worker per configuration into its own target
+//!   directory, and running commands (the sweep and the real-workload suite).
 //!
 //! The benchmarks themselves are binaries under `src/bin/`; see each one's
 //! documentation for what it measures and how to run it.
@@ -15,10 +22,14 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod harness;
+pub mod realworld;
 pub mod stats;
 pub mod sweep;
 pub mod sweep_loops;
+pub mod table;
+pub mod workers;
 
 /// Declares the `#[global_allocator]` a benchmark worker was built with: the first of the
 /// features `global-system`, `global-mimalloc`, `global-jemalloc`, `global-snmalloc`, or

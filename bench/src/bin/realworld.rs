@@ -1,0 +1,559 @@
+//! The real-workload suite: programs that allocate the way real Rust does
+//! (`specalloc_bench::realworld`: a serde_json document tree, syn parsing
+//! Rust source, `BTreeMap`/`HashMap` churn with short strings, a
+//! producer/consumer over a channel with 1, 2, 4 and 8 producers, text
+//! processing, a graph search with boxed trees), each run under specalloc,
+//! the system allocator, mimalloc, jemalloc and snmalloc.
+//!
+//! # How
+//!
+//! 1. **Build** `src/bin/realworld_worker.rs` once per allocator, each with
+//!    exactly its `global-*` feature into its own target directory
+//!    (`<out>/builds/<allocator>`), and check each binary: it must describe
+//!    itself as that allocator, and `nm` must find that allocator's code
+//!    and no other's (a build that fails is refused and left out).
+//! 2. **Rounds**: one untimed warm-up round, then `--rounds` rounds; each
+//!    round runs every (program, configuration) once, as a fresh worker
+//!    process, in a freshly shuffled order. The configurations are the
+//!    allocators and `specalloc A/A`, specalloc's binary run again as a
+//!    configuration of its own: the control, whose true difference is zero.
+//! 3. **Checksums**: every run of a program, under every allocator, must
+//!    print the same checksum; any difference stops the driver with an
+//!    error.
+//! 4. **Tables** (markdown): per program, wall time `median ± spread` (ms),
+//!    specalloc's ratio of medians to the fastest peer (`~` when the
+//!    Mann-Whitney p ≥ 0.05), the A/A difference; peak RSS (median of
+//!    `getrusage` `ru_maxrss` of the worker) and specalloc's ratio to the
+//!    lowest peer.
+//!
+//! `--callgrind` instead runs every program once per allocator under
+//! `valgrind --tool=callgrind` at its quick scale and reports total
+//! instructions and the allocator's: the inclusive cost of the
+//! `__rust_alloc`, `__rust_dealloc`, `__rust_realloc` and
+//! `__rust_alloc_zeroed` shims. snmalloc is left out there: it does not run
+//! under valgrind.
+//!
+//! # Running
+//!
+//! ```text
+//! cargo run --release -p specalloc-bench --features peers --bin realworld              # ~5 min
+//! cargo run --release -p specalloc-bench --features peers --bin realworld -- --quick   # ~1 min
+//! cargo run --release -p specalloc-bench --features peers --bin realworld -- --callgrind
+//! ```
+//!
+//! The peers need `--features peers` (snmalloc needs `cmake` and a C++
+//! compiler). Output: the tables on stdout and in `<out>/realworld.md`
+//! (`<out>/callgrind.md` for `--callgrind`), raw samples in
+//! `<out>/realworld.csv`; `<out>` is `target/realworld` unless `--out`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use specalloc_bench::cli::{self, Common, Token, Usage};
+use specalloc_bench::harness::SplitMix64;
+use specalloc_bench::realworld::report::{self, Instructions, RunLine, Samples, AA, SPECALLOC};
+use specalloc_bench::realworld::{Program, PROGRAMS};
+use specalloc_bench::table;
+use specalloc_bench::workers;
+
+/// What the driver does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Timed rounds.
+    Time,
+    /// Instruction counts under callgrind.
+    Callgrind,
+    /// Build and check the workers, run nothing.
+    Verify,
+}
+
+/// The command line.
+#[derive(Clone, Debug)]
+struct Opts {
+    mode: Mode,
+    quick: bool,
+    rounds: usize,
+    seed: u64,
+    out: PathBuf,
+    peers: bool,
+    only: Vec<String>,
+    args: Vec<String>,
+}
+
+fn usage() -> Usage {
+    Usage {
+        name: "realworld",
+        synopsis: "[--quick] [--rounds N] [--seed N] [--out DIR] [--only NAMES] [--no-peers]\n\
+                   --callgrind [--only NAMES] | --verify",
+        flags: Common::help(
+            "3 rounds at each program's quick scale (about a minute)",
+            10,
+            "output directory (default target/realworld)",
+        ) + "  --only NAMES   only these programs (comma-separated; `pipeline` = all four)\n\
+             \x20 --no-peers     leave mimalloc, jemalloc and snmalloc out (built with --features peers)\n\
+             \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
+             \x20 --verify       build and check every worker, run nothing\n\
+             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph\n",
+    }
+}
+
+fn parse_args(args: Vec<String>) -> Result<Opts, cli::Stop> {
+    let mut common = Common::default();
+    let mut o = Opts {
+        mode: Mode::Time,
+        quick: false,
+        rounds: 10,
+        seed: 0x5eed_a110c,
+        out: workers::target_dir().join("realworld"),
+        peers: cfg!(feature = "peers"),
+        only: Vec::new(),
+        args: args.clone(),
+    };
+    cli::parse(&usage(), args, |arg, p| {
+        if common.take(arg, p)? {
+            return Ok(true);
+        }
+        let Token::Flag(flag) = arg else {
+            return Ok(false);
+        };
+        match flag.as_str() {
+            "--callgrind" => o.mode = Mode::Callgrind,
+            "--verify" => o.mode = Mode::Verify,
+            "--no-peers" => o.peers = false,
+            "--only" => {
+                let v: String = cli::value(p)?;
+                for name in v.split(',').filter(|n| !n.is_empty()) {
+                    let known = PROGRAMS.iter().any(|q| q.name.starts_with(name));
+                    if !known {
+                        return Err(format!("--only: no program {name:?}").into());
+                    }
+                    o.only.push(name.to_string());
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    o.quick = common.quick;
+    if o.quick {
+        o.rounds = 3;
+    }
+    if let Some(n) = common.rounds {
+        o.rounds = n as usize;
+    }
+    o.seed = common.seed.unwrap_or(o.seed);
+    o.out = common.out.unwrap_or(o.out);
+    Ok(o)
+}
+
+fn main() {
+    let opts = match parse_args(std::env::args().skip(1).collect()) {
+        Ok(o) => o,
+        Err(stop) => stop.exit(),
+    };
+    if !cfg!(feature = "peers") {
+        eprintln!("note: built without `--features peers`: only specalloc and system");
+    }
+    let result = prepare(&opts).and_then(|workers| match opts.mode {
+        Mode::Time => time(&opts, &workers),
+        Mode::Callgrind => callgrind(&opts, &workers),
+        Mode::Verify => Ok(()),
+    });
+    if let Err(e) = result {
+        eprintln!("realworld: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The programs selected by `--only` (all without it).
+fn programs(opts: &Opts) -> Vec<&'static Program> {
+    PROGRAMS
+        .iter()
+        .filter(|p| {
+            opts.only.is_empty() || opts.only.iter().any(|n| p.name.starts_with(n.as_str()))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Build and check
+// ---------------------------------------------------------------------------
+
+/// A worker built for one allocator, and checked.
+struct Worker {
+    /// The allocator, and the name of its build.
+    name: &'static str,
+    bin: PathBuf,
+}
+
+/// A symbol (demangled, as `nm -C` prints it) only a build with this
+/// allocator as the global allocator contains.
+fn marker(allocator: &str) -> &'static str {
+    match allocator {
+        SPECALLOC => "<specalloc_runtime::SpecAlloc as core::alloc::global::GlobalAlloc>::alloc",
+        "mimalloc" => "mi_malloc_aligned",
+        "jemalloc" => "_rjem_mallocx",
+        "snmalloc" => "sn_rust_alloc",
+        _ => "",
+    }
+}
+
+/// Builds every allocator's worker and checks it; fails if specalloc's is
+/// refused (the others are left out with a message).
+fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
+    let mut builds = vec![(SPECALLOC, ""), ("system", "global-system")];
+    if opts.peers {
+        builds.extend([
+            ("mimalloc", "global-mimalloc"),
+            ("jemalloc", "global-jemalloc"),
+            ("snmalloc", "global-snmalloc"),
+        ]);
+    }
+    let mut out = Vec::new();
+    let mut report =
+        String::from("build checks: each worker built alone into its own target directory\n");
+    for (name, feature) in builds {
+        let dir = opts.out.join("builds").join(name);
+        eprintln!("[realworld] building {name} into {}", dir.display());
+        let features: Vec<&str> = [feature].into_iter().filter(|f| !f.is_empty()).collect();
+        workers::cargo_build(
+            "specalloc-bench",
+            &["--bin", "realworld_worker"],
+            &features,
+            &dir,
+        )?;
+        let bin = dir.join("release").join("realworld_worker");
+        let problems = check(name, &bin)?;
+        let verdict = if problems.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("REFUSED: {}", problems.join("; "))
+        };
+        let _ = writeln!(report, "  {name:<10} {verdict}");
+        if problems.is_empty() {
+            out.push(Worker { name, bin });
+        } else if name == SPECALLOC {
+            print!("{report}");
+            return Err("specalloc's worker was refused; nothing to compare".into());
+        }
+    }
+    print!("{report}");
+    Ok(out)
+}
+
+/// Why `bin` is not a worker with `allocator` as its global allocator
+/// (empty if it is).
+fn check(allocator: &str, bin: &Path) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
+    let desc = workers::output(Command::new(bin).arg("describe"))?;
+    if desc.trim() != format!("global,{allocator}") {
+        problems.push(format!("describes itself as {:?}", desc.trim()));
+    }
+    let nm = workers::output(Command::new("nm").args(["-C", "--defined-only"]).arg(bin))?;
+    for other in [SPECALLOC, "mimalloc", "jemalloc", "snmalloc"] {
+        let present = nm.contains(marker(other));
+        if other == allocator && !present {
+            problems.push(format!("nm: no {}", marker(other)));
+        } else if other != allocator && present {
+            problems.push(format!("nm: {other}'s code is linked in"));
+        }
+    }
+    Ok(problems)
+}
+
+// ---------------------------------------------------------------------------
+// Runs
+// ---------------------------------------------------------------------------
+
+/// Runs `program` once under `worker` at `scale`; checks its checksum
+/// against the program's first one (`seen`).
+fn run_once(
+    worker: &Worker,
+    program: &Program,
+    scale: u32,
+    seen: &mut BTreeMap<&'static str, (u64, String)>,
+    label: &str,
+) -> Result<RunLine, String> {
+    let text = workers::output(
+        Command::new(&worker.bin)
+            .args(["run", program.name, "--scale"])
+            .arg(scale.to_string()),
+    )?;
+    let run = RunLine::parse(&text)
+        .ok_or_else(|| format!("{}: no result line in {text:?}", worker.name))?;
+    if run.global != worker.name {
+        return Err(format!("{}'s worker ran under {}", worker.name, run.global));
+    }
+    checksum(seen, program.name, run.checksum, label)?;
+    Ok(run)
+}
+
+/// Records the first checksum of `program`; any later one must equal it.
+fn checksum(
+    seen: &mut BTreeMap<&'static str, (u64, String)>,
+    program: &'static str,
+    sum: u64,
+    label: &str,
+) -> Result<(), String> {
+    let (first, by) = seen.entry(program).or_insert((sum, label.to_string()));
+    if *first != sum {
+        return Err(format!(
+            "CHECKSUM MISMATCH in {program}: {by} printed {first:016x}, {label} printed {sum:016x}"
+        ));
+    }
+    Ok(())
+}
+
+/// The (configuration, worker) pairs of a round: every allocator, and
+/// specalloc's worker again as the A/A control.
+fn configurations(workers: &[Worker]) -> Vec<(String, &Worker)> {
+    let mut v: Vec<(String, &Worker)> = workers.iter().map(|w| (w.name.to_string(), w)).collect();
+    v.insert(1, (AA.to_string(), &workers[0]));
+    v
+}
+
+/// The timed rounds and their tables.
+fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
+    let programs = programs(opts);
+    let configs = configurations(workers);
+    let mut cells: Vec<(&Program, usize)> = Vec::new();
+    for p in &programs {
+        cells.extend((0..configs.len()).map(|c| (*p, c)));
+    }
+    let scale = |p: &Program| {
+        if opts.quick {
+            p.quick_scale
+        } else {
+            p.default_scale
+        }
+    };
+    let mut rng = SplitMix64(opts.seed);
+    let mut seen = BTreeMap::new();
+    let mut samples = Samples::default();
+    let mut csv =
+        String::from("program,config,round,position,scale,checksum,wall_ns,peak_rss_kb\n");
+    let start = Instant::now();
+    // Round 0 is the warm-up: checked, not counted.
+    for round in 0..=opts.rounds {
+        rng.shuffle(&mut cells);
+        eprintln!(
+            "[realworld] round {round}/{}{} ({:.0} s)",
+            opts.rounds,
+            if round == 0 { " (warm-up)" } else { "" },
+            start.elapsed().as_secs_f64()
+        );
+        for (position, &(p, c)) in cells.iter().enumerate() {
+            let (config, worker) = &configs[c];
+            let label = format!("{config} (round {round})");
+            let run = run_once(worker, p, scale(p), &mut seen, &label)?;
+            if round > 0 {
+                samples.add(p.name, config, &run);
+                let _ = writeln!(
+                    csv,
+                    "{},{config},{round},{position},{},{:016x},{},{}",
+                    p.name,
+                    scale(p),
+                    run.checksum,
+                    run.wall_ns,
+                    run.rss_kb
+                );
+            }
+        }
+    }
+    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
+    let config_names: Vec<String> = configs.iter().map(|c| c.0.clone()).collect();
+    let mut md = String::new();
+    let _ = writeln!(md, "command: `{}`", command_line(opts));
+    let _ = writeln!(
+        md,
+        "machine: {}; load before: {}",
+        workers::machine(),
+        workers::loadavg()
+    );
+    let _ = writeln!(
+        md,
+        "{} rounds (+1 warm-up), each program × configuration once per round in shuffled order; \
+         every run's checksum agreed\n",
+        opts.rounds
+    );
+    let _ = writeln!(
+        md,
+        "wall time, ms (median ± spread); specalloc / fastest peer: ratio of medians \
+         (~: Mann-Whitney p ≥ 0.05); A/A Δ: specalloc's second configuration against the first\n"
+    );
+    md.push_str(&table::markdown(&report::wall_table(
+        &samples,
+        &names,
+        &config_names,
+    )));
+    let _ = writeln!(
+        md,
+        "\npeak RSS (getrusage ru_maxrss of the worker), MiB, median\n"
+    );
+    md.push_str(&table::markdown(&report::rss_table(
+        &samples,
+        &names,
+        &config_names,
+    )));
+    let _ = writeln!(md, "\nscales: {}", scales(&programs, opts.quick));
+    print!("{md}");
+    write(&opts.out.join("realworld.md"), &md)?;
+    write(&opts.out.join("realworld.csv"), &csv)?;
+    eprintln!(
+        "[realworld] tables: {}; raw samples: {}",
+        opts.out.join("realworld.md").display(),
+        opts.out.join("realworld.csv").display()
+    );
+    Ok(())
+}
+
+/// `name=scale` of every program run.
+fn scales(programs: &[&Program], quick: bool) -> String {
+    programs
+        .iter()
+        .map(|p| {
+            format!(
+                "{}={}",
+                p.name,
+                if quick {
+                    p.quick_scale
+                } else {
+                    p.default_scale
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Instruction counts under callgrind, at each program's quick scale.
+fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
+    let programs = programs(opts);
+    let dir = opts.out.join("callgrind");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut counts: BTreeMap<(String, String), Instructions> = BTreeMap::new();
+    let mut seen = BTreeMap::new();
+    let mut configs = Vec::new();
+    for w in workers.iter().filter(|w| w.name != "snmalloc") {
+        configs.push(w.name.to_string());
+        for p in &programs {
+            eprintln!("[realworld] callgrind: {} under {}", p.name, w.name);
+            let file = dir.join(format!("{}.{}.out", p.name, w.name));
+            let text = workers::output(
+                Command::new("valgrind")
+                    .arg("--tool=callgrind")
+                    .arg(format!("--callgrind-out-file={}", file.display()))
+                    .arg(&w.bin)
+                    .args(["run", p.name, "--scale"])
+                    .arg(p.quick_scale.to_string()),
+            )?;
+            let run = RunLine::parse(&text).ok_or_else(|| format!("no result line in {text:?}"))?;
+            checksum(
+                &mut seen,
+                p.name,
+                run.checksum,
+                &format!("{} under callgrind", w.name),
+            )?;
+            let cg =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let i = report::callgrind_instructions(&cg)
+                .ok_or_else(|| format!("{}: no totals", file.display()))?;
+            counts.insert((p.name.to_string(), w.name.to_string()), i);
+            let _ = std::fs::remove_file(&file);
+        }
+    }
+    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
+    let mut md = String::new();
+    let _ = writeln!(md, "command: `{}`", command_line(opts));
+    let _ = writeln!(md, "machine: {}", workers::machine());
+    let _ = writeln!(
+        md,
+        "instructions (valgrind --tool=callgrind, Ir), one run per program and allocator at the \
+         quick scale ({}); every checksum agreed. snmalloc is left out: it does not run under \
+         valgrind.\n",
+        scales(&programs, true)
+    );
+    let _ = writeln!(md, "total instructions, millions\n");
+    md.push_str(&table::markdown(&report::instruction_table(
+        &counts,
+        &names,
+        &configs,
+        |i| i.total,
+    )));
+    let _ = writeln!(
+        md,
+        "\nallocator-only instructions, millions: inclusive cost of __rust_alloc, __rust_dealloc, \
+         __rust_realloc, __rust_alloc_zeroed\n"
+    );
+    md.push_str(&table::markdown(&report::instruction_table(
+        &counts,
+        &names,
+        &configs,
+        |i| i.alloc,
+    )));
+    print!("{md}");
+    write(&opts.out.join("callgrind.md"), &md)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The command line that reproduces this run.
+fn command_line(opts: &Opts) -> String {
+    let mut s = "cargo run --release -p specalloc-bench".to_string();
+    if cfg!(feature = "peers") {
+        s.push_str(" --features peers");
+    }
+    s.push_str(" --bin realworld");
+    if !opts.args.is_empty() {
+        s.push_str(" -- ");
+        s.push_str(&opts.args.join(" "));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: &[&str]) -> Result<Opts, cli::Stop> {
+        parse_args(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn flags() {
+        let o = parse(&[]).unwrap();
+        assert_eq!((o.mode, o.rounds, o.quick), (Mode::Time, 10, false));
+        let o = parse(&["--quick", "--only", "json,pipeline"]).unwrap();
+        assert_eq!(o.rounds, 3);
+        let names: Vec<&str> = programs(&o).iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            ["json", "pipeline1", "pipeline2", "pipeline4", "pipeline8"]
+        );
+        assert_eq!(parse(&["--quick", "--rounds", "5"]).unwrap().rounds, 5);
+        assert_eq!(parse(&["--callgrind"]).unwrap().mode, Mode::Callgrind);
+        assert!(matches!(
+            parse(&["--only", "nope"]),
+            Err(cli::Stop::Error(_))
+        ));
+        assert!(matches!(parse(&["--csv", "x"]), Err(cli::Stop::Error(_))));
+        assert!(matches!(parse(&["--help"]), Err(cli::Stop::Help(_))));
+    }
+
+    #[test]
+    fn checksums_must_agree() {
+        let mut seen = BTreeMap::new();
+        assert!(checksum(&mut seen, "json", 7, "a").is_ok());
+        assert!(checksum(&mut seen, "json", 7, "b").is_ok());
+        let e = checksum(&mut seen, "json", 8, "c").unwrap_err();
+        assert!(e.contains("CHECKSUM MISMATCH in json: a printed"), "{e}");
+    }
+}

@@ -1,0 +1,82 @@
+//! The real-workload suite's worker: runs one program of
+//! `specalloc_bench::realworld` under the global allocator it was built with
+//! (the `global-*` features, as the sweep's worker; specalloc when none).
+//! The driver (`src/bin/realworld.rs`) builds it once per allocator, each
+//! into its own target directory, and runs it; it is not meant to be run by
+//! hand, though it can be.
+//!
+//! Commands:
+//!
+//! * `describe`: prints `global,<allocator>` (the driver checks it);
+//! * `run PROGRAM [--scale N]`: runs the program once and prints
+//!   `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>`
+//!   (wall time of the program alone; peak RSS from `getrusage`, the
+//!   process's whole life);
+//! * `list`: the programs, with their default and quick scales.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use specalloc_bench::cli::{self, Token, Usage, ValueExt};
+use specalloc_bench::realworld::{self, PROGRAMS};
+
+specalloc_bench::select_global_allocator!();
+
+/// Peak resident set size of this process, in KiB (getrusage).
+fn peak_rss_kb() -> u64 {
+    // SAFETY: `getrusage` only writes the zero-initialised struct we pass,
+    // which is a plain C struct for which all-zero bytes are valid.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u.ru_maxrss as u64
+    }
+}
+
+fn main() {
+    let usage = Usage {
+        name: "realworld_worker",
+        synopsis: "describe | list | run PROGRAM [--scale N]",
+        flags: "  --scale N   amount of work (default: the program's default scale)\n\
+                (run by the driver: cargo run --release -p specalloc-bench --features peers --bin realworld)\n"
+            .to_string(),
+    };
+    let mut words: Vec<String> = Vec::new();
+    let mut scale = None;
+    cli::parse_env(&usage, |arg, p| {
+        match arg {
+            Token::Flag(f) if f == "--scale" => scale = Some(cli::positive(p)? as u32),
+            Token::Value(v) if words.len() < 2 => words.push(v.clone().string()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    });
+    let bad = |msg: &str| -> ! {
+        cli::Stop::Error(format!("realworld_worker: error: {msg}\n{}", usage.line())).exit()
+    };
+    match words.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["describe"] => println!("global,{GLOBAL_NAME}"),
+        ["list"] => {
+            for p in PROGRAMS {
+                println!(
+                    "{},{},{},{}",
+                    p.name, p.default_scale, p.quick_scale, p.what
+                );
+            }
+        }
+        ["run", name] => {
+            let Some(program) = realworld::program(name) else {
+                bad(&format!("no program {name:?}"));
+            };
+            let scale = scale.unwrap_or(program.default_scale);
+            let start = Instant::now();
+            let checksum = black_box((program.run)(black_box(scale)));
+            let wall = start.elapsed().as_nanos();
+            println!(
+                "result,{name},{GLOBAL_NAME},{checksum:016x},{wall},{}",
+                peak_rss_kb()
+            );
+        }
+        _ => bad("expected describe, list or run PROGRAM"),
+    }
+}
