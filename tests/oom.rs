@@ -1,11 +1,18 @@
-//! Out of memory: with the address space capped (`RLIMIT_AS`), impossible and too-large requests
-//! return null (or `Err` from `try_reserve`) instead of aborting, an allocation loop ends with a
-//! null rather than a crash, and after freeing some memory the program goes on allocating, with
-//! every block still holding what was written to it.
+//! Out of memory.
 //!
-//! The cap would starve the test harness and any other test, so the checks run in a child
+//! - Under the default overcommit policy (heuristic, `vm.overcommit_memory = 0`), requests the
+//!   machine cannot back (2^36 .. 2^46 bytes where RAM + swap is smaller) return null the way
+//!   glibc's `malloc` does, and `Vec::try_reserve` of such sizes reports an error; a huge object
+//!   that cannot grow keeps its contents.
+//! - With the address space capped (`RLIMIT_AS`), impossible and too-large requests return null
+//!   (or `Err` from `try_reserve`) instead of aborting, an allocation loop ends with a null rather
+//!   than a crash, and after freeing some memory the program goes on allocating, with every block
+//!   still holding what was written to it; freed huge mappings the allocator keeps for reuse are
+//!   given back to the OS when it refuses a new mapping.
+//!
+//! A cap would starve the test harness and any other test, so the capped checks run in a child
 //! process: the test re-executes its own binary for just this test, with `SPECALLOC_OOM_CHILD`
-//! set, and checks that the child exited 0 after printing its marker line.
+//! set to the test's name, and checks that the child exited 0 after printing its marker line.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::alloc::Layout;
@@ -206,17 +213,14 @@ fn child() {
     println!("{MARKER} ({n} blocks of 8 MiB before the first null)");
 }
 
-#[test]
-fn oom_returns_null_and_recovers() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        child();
-        return;
-    }
+/// Runs `test` (this binary's test of that name) in a child process with `SPECALLOC_OOM_CHILD`
+/// set, and checks that it exited 0 after printing the marker.
+fn run_child(test: &str) {
     let exe = std::env::current_exe().expect("current_exe");
     let out = Command::new(exe)
-        .args(["--exact", "oom_returns_null_and_recovers", "--nocapture"])
+        .args(["--exact", test, "--nocapture"])
         .args(["--test-threads", "1"])
-        .env(CHILD_ENV, "1")
+        .env(CHILD_ENV, test)
         .output()
         .expect("run the child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -230,4 +234,198 @@ fn oom_returns_null_and_recovers() {
         stdout.contains(MARKER),
         "no marker from the child\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
+}
+
+/// Whether this process is the child started by [`run_child`] for `test`.
+fn is_child(test: &str) -> bool {
+    std::env::var(CHILD_ENV).is_ok_and(|v| v == test)
+}
+
+#[test]
+fn oom_returns_null_and_recovers() {
+    if is_child("oom_returns_null_and_recovers") {
+        child();
+        return;
+    }
+    run_child("oom_returns_null_and_recovers");
+}
+
+/// The kernel's overcommit policy (`vm.overcommit_memory`): 0 heuristic (the default),
+/// 1 always, 2 strict accounting.
+fn overcommit_mode() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether glibc's `malloc` refuses `size` bytes on this machine.
+fn glibc_refuses(size: usize) -> bool {
+    // SAFETY: plain malloc/free of glibc's own heap, freed at once.
+    unsafe {
+        // black_box: LLVM knows malloc and would fold away an unused malloc/free pair, taking
+        // the pointer for non-null.
+        let p = std::hint::black_box(libc::malloc(std::hint::black_box(size)));
+        libc::free(p);
+        p.is_null()
+    }
+}
+
+/// The sizes the review found mapped where glibc returns null.
+const IMPOSSIBLE_SHIFTS: [u32; 4] = [36, 40, 44, 46];
+
+#[test]
+fn requests_the_machine_cannot_back_return_null_like_glibc() {
+    if overcommit_mode() == Some(1) {
+        println!(
+            "vm.overcommit_memory = 1: every mapping is granted, to glibc too; nothing to check"
+        );
+        return;
+    }
+    // 2^46 bytes (64 TiB) is more than any machine's RAM + swap: a check that refuses nothing
+    // would be vacuous.
+    assert!(glibc_refuses(1 << 46), "glibc's malloc granted 2^46 bytes");
+    let mut checked = 0;
+    for shift in IMPOSSIBLE_SHIFTS {
+        let size = 1usize << shift;
+        if !glibc_refuses(size) {
+            continue;
+        }
+        checked += 1;
+        for align in [8, 4096, 2 << 20] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            let p = specalloc::alloc(layout);
+            assert!(
+                p.is_null(),
+                "alloc(2^{shift}, {align}) = {p:?}; glibc returns null"
+            );
+            let p = specalloc::alloc_zeroed(layout);
+            assert!(p.is_null(), "alloc_zeroed(2^{shift}, {align}) = {p:?}");
+        }
+        // Growing a huge object (a mapping of its own, grown with mremap) to that size fails
+        // too, and the object keeps its contents.
+        let big = Filled::new(3 * MIB, u64::from(shift)).expect("a 3 MiB block");
+        // SAFETY: a live block of `big.layout`; the new size is below isize::MAX.
+        let grown = unsafe { specalloc::realloc(big.ptr, big.layout, size) };
+        assert!(grown.is_null(), "realloc(3 MiB -> 2^{shift}) = {grown:?}");
+        assert!(big.intact());
+    }
+    assert!(checked >= 1);
+}
+
+#[test]
+fn try_reserve_of_impossible_sizes_is_err() {
+    if overcommit_mode() == Some(1) {
+        println!(
+            "vm.overcommit_memory = 1: every mapping is granted, to glibc too; nothing to check"
+        );
+        return;
+    }
+    assert!(glibc_refuses(1 << 45), "glibc's malloc granted 2^45 bytes");
+    let mut v: Vec<u8> = Vec::new();
+    assert!(v.try_reserve(1 << 45).is_err());
+    assert!(v.try_reserve_exact(1 << 45).is_err());
+    // From an existing small, medium and huge block: the growth fails and the contents stay.
+    for len in [100, 200 * 1024, 5 * MIB] {
+        let mut v: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        assert!(
+            v.try_reserve(1 << 45).is_err(),
+            "try_reserve from {len} bytes"
+        );
+        assert!(v.try_reserve_exact(1 << 45).is_err());
+        assert!(v.iter().enumerate().all(|(i, &b)| b == i as u8));
+        v.push(1);
+        assert_eq!(v.len(), len + 1);
+    }
+    let mut s = String::from("text");
+    assert!(s.try_reserve(1 << 45).is_err());
+    assert_eq!(s, "text");
+    let mut m: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    assert!(m.try_reserve(1 << 41).is_err());
+    let mut d: std::collections::VecDeque<u64> = std::collections::VecDeque::new();
+    assert!(d.try_reserve(1 << 42).is_err());
+}
+
+/// Capped address space: freed huge mappings kept in the allocator's reuse cache must not make
+/// later allocations fail. Fills the cap with 8 MiB blocks, frees them all (the cache keeps some
+/// of their mappings), then asks for nearly as much again, once as huge blocks the cache cannot
+/// serve (64 KiB-aligned) and once as small blocks (new chunks): both must succeed.
+fn cache_child() {
+    // Every vector this child fills is reserved before the cap, so that only the allocations
+    // under test can meet a null; a failure frees what it holds before panicking.
+    let mut aligned: Vec<*mut u8> = Vec::with_capacity(1024);
+    let mut small: Vec<Filled> = Vec::with_capacity(64 * 1024);
+    cap_address_space(vm_size() + 512 * MIB);
+    // 256 MiB in use, so that the cache's bound (a quarter of the bytes in use) is ~64 MiB.
+    let base: Vec<Filled> = (0..4096u64)
+        .map(|k| Filled::new(64 * 1024, 7 << 32 | k).expect("64 KiB block"))
+        .collect();
+    let huge = exhaust(8 * MIB, 1024, 8 << 32);
+    let n = huge.len();
+    assert!(n >= 16, "only {n} blocks of 8 MiB fit under the cap");
+    assert!(huge.iter().all(Filled::intact));
+    drop(huge);
+    let cached = specalloc::stats().large_cache_bytes;
+    assert!(
+        cached > 0,
+        "the cache kept nothing: this test checks nothing"
+    );
+
+    // Huge blocks that cannot come from the cache (alignment above a page).
+    let layout = Layout::from_size_align(8 * MIB, 64 * 1024).unwrap();
+    for k in 0..n - 1 {
+        let p = specalloc::alloc(layout);
+        if p.is_null() {
+            let held = specalloc::stats().large_cache_bytes;
+            for &p in &aligned {
+                // SAFETY: allocated above with `layout`, freed once.
+                unsafe { specalloc::dealloc(p, layout) };
+            }
+            panic!(
+                "aligned 8 MiB block {k} of {}: null while the cache holds {held} bytes \
+                 (it held {cached} after the first fill)",
+                n - 1
+            );
+        }
+        // SAFETY: a fresh block of 8 MiB.
+        unsafe { p.write_bytes(k as u8, 8 * MIB) };
+        aligned.push(p);
+    }
+    for (k, &p) in aligned.iter().enumerate() {
+        // SAFETY: a live block of 8 MiB, filled above.
+        let s = unsafe { std::slice::from_raw_parts(p, 8 * MIB) };
+        assert!(s.iter().all(|&b| b == k as u8));
+        // SAFETY: allocated above with `layout`, freed once.
+        unsafe { specalloc::dealloc(p, layout) };
+    }
+
+    // Small blocks (new chunks of the page heap) in the space the huge blocks left, less 16 MiB
+    // for chunk headers and alignment; the checked mode maps a side bitmap of 1/8 of each chunk.
+    let mut want = (n - 1) * 8 * MIB - 16 * MIB;
+    if cfg!(feature = "checked") {
+        want = want / 9 * 8;
+    }
+    let count = want / (16 * 1024);
+    assert!(count <= small.capacity());
+    for k in 0..count {
+        let Some(f) = Filled::new(16 * 1024, 9 << 32 | k as u64) else {
+            let held = specalloc::stats().large_cache_bytes;
+            drop(small);
+            panic!("16 KiB block {k} of {count}: null while the cache holds {held} bytes");
+        };
+        small.push(f);
+    }
+    assert!(small.iter().all(Filled::intact));
+    assert!(base.iter().all(Filled::intact));
+    println!("{MARKER} ({n} blocks of 8 MiB under the cap)");
+}
+
+#[test]
+fn cached_huge_mappings_do_not_cause_oom_under_a_cap() {
+    if is_child("cached_huge_mappings_do_not_cause_oom_under_a_cap") {
+        cache_child();
+        return;
+    }
+    run_child("cached_huge_mappings_do_not_cause_oom_under_a_cap");
 }

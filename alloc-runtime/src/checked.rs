@@ -8,7 +8,9 @@
 //!   of every live object; a free whose bit is clear frees something that is not a live object
 //!   (freed before, or never handed out, or an interior pointer).
 //! - **Wrong layout**: the size class the `Layout` maps to must be the class of the span holding
-//!   the block (tiny, small class, or the medium object's page count).
+//!   the block (tiny, small class, or the medium object's page count); for a huge object, its
+//!   page count must be that of the size in its header (the size last requested), and an
+//!   alignment above a page must be the one requested.
 //!
 //! The bitmaps are atomic (frees come from any thread). Costs: two atomic bit operations and a
 //! few loads per allocation and free; memory: 1/8 of each chunk for its side bitmap (virtual,
@@ -131,7 +133,7 @@ pub(crate) fn check_live(p: *mut u8, size: usize, align: usize, kind: Kind) {
 pub(crate) fn check_huge(p: *mut u8, size: usize, align: usize, magic_ok: impl FnOnce() -> bool) {
     let a = p as usize;
     let hdr = a.wrapping_sub(crate::os::OS_PAGE);
-    if a % crate::os::OS_PAGE != 0 || is_chunk(a) {
+    if !a.is_multiple_of(crate::os::OS_PAGE) || is_chunk(a) {
         fault(
             "free of a pointer this allocator never handed out",
             a,
@@ -139,15 +141,24 @@ pub(crate) fn check_huge(p: *mut u8, size: usize, align: usize, magic_ok: impl F
             align,
         );
     }
-    let mut vec = 0u8;
-    // SAFETY: mincore only reports on the page; it fails with ENOMEM if it is not mapped.
-    let mapped = unsafe { libc::mincore(hdr as *mut libc::c_void, 1, &mut vec) } == 0;
-    if !mapped || !magic_ok() {
+    if !crate::os::is_mapped(hdr) || !magic_ok() {
         fault(
             "double free (or free of a pointer this allocator never handed out)",
             a,
             size,
             align,
+        );
+    }
+    let (have_size, have_align) = crate::large::huge_layout(p);
+    let pages = |n: usize| n.max(1).div_ceil(crate::os::OS_PAGE);
+    let page_align = |n: usize| n.max(crate::os::OS_PAGE);
+    if pages(size) != pages(have_size) || page_align(align) != page_align(have_align) {
+        fault_with(
+            "free of a huge object with a Layout whose size or alignment disagrees with the object's",
+            a,
+            size,
+            align,
+            Some((have_size, have_align)),
         );
     }
 }
@@ -156,7 +167,20 @@ pub(crate) fn check_huge(p: *mut u8, size: usize, align: usize, magic_ok: impl F
 #[cold]
 #[inline(never)]
 pub(crate) fn fault(what: &str, addr: usize, size: usize, align: usize) -> ! {
-    let mut buf = [0u8; 256];
+    fault_with(what, addr, size, align, None)
+}
+
+/// [`fault`], also naming the block's real layout when known.
+#[cold]
+#[inline(never)]
+fn fault_with(
+    what: &str,
+    addr: usize,
+    size: usize,
+    align: usize,
+    block: Option<(usize, usize)>,
+) -> ! {
+    let mut buf = [0u8; 512];
     let mut n = 0;
     let mut put = |s: &[u8]| {
         for &c in s {
@@ -179,12 +203,15 @@ pub(crate) fn fault(what: &str, addr: usize, size: usize, align: usize) -> ! {
     put_dec(&mut put, size);
     put(b" align ");
     put_dec(&mut put, align);
-    put(b"\n");
-    // SAFETY: writing our own buffer to stderr, then aborting; nothing else runs.
-    unsafe {
-        libc::write(2, buf.as_ptr().cast(), n);
-        libc::abort();
+    if let Some((size, align)) = block {
+        put(b"; the object was allocated with size ");
+        put_dec(&mut put, size);
+        put(b" align ");
+        put_dec(&mut put, align);
     }
+    put(b"\n");
+    crate::os::write_stderr(&buf[..n]);
+    crate::os::abort()
 }
 
 fn put_dec(put: &mut impl FnMut(&[u8]), mut v: usize) {

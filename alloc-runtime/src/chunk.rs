@@ -155,9 +155,13 @@ fn find_run(c: &Chunk, n: usize) -> Option<usize> {
 
 fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
-    #[cfg(feature = "checked")]
-    let side = crate::checked::new_side()?;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
+    #[cfg(feature = "checked")]
+    let Some(side) = crate::checked::new_side() else {
+        // SAFETY: the chunk was just mapped by us and nothing uses it.
+        unsafe { os::unmap(base.cast(), CHUNK_SIZE) };
+        return None;
+    };
     #[cfg(feature = "checked")]
     {
         // SAFETY: fresh header memory of ours.
@@ -188,9 +192,21 @@ pub(crate) fn alloc_pages(npages: usize) -> Option<PageRun> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     let mut ph = PAGE_HEAP.lock();
     let mut c = ph.chunks;
+    let mut released = false;
     let (chunk, first) = loop {
         if c.is_null() {
-            let nc = new_chunk()?;
+            let Some(nc) = new_chunk() else {
+                // The OS refused a chunk: give back the freed huge mappings kept for reuse
+                // (outside our lock, see `large::release_cache`) and look once more.
+                drop(ph);
+                if released || crate::large::release_cache() == 0 {
+                    return None;
+                }
+                released = true;
+                ph = PAGE_HEAP.lock();
+                c = ph.chunks;
+                continue;
+            };
             // SAFETY: `nc` is a fresh header; the list is protected by the lock we hold.
             unsafe { (*nc).next.set(ph.chunks) };
             ph.chunks = nc;

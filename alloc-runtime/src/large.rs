@@ -6,6 +6,12 @@
 //!   before the object. They grow and shrink with `mremap`, which moves pages without copying.
 //!
 //! Which kind a block is follows from its `Layout` alone, which Rust passes on every free.
+//!
+//! Out of memory: huge mappings are made with [`os::map_accounted`], so the kernel's overcommit
+//! policy refuses what the machine cannot back (as glibc's `malloc` is refused) and the request
+//! returns null. When the OS refuses a mapping, the freed mappings kept for reuse are given back
+//! ([`release_cache`]) and the request is tried once more, so that a capped address space
+//! (`RLIMIT_AS`) is not held by mappings nobody uses.
 
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +46,10 @@ struct HugeHeader {
     base: usize,
     /// Length of the mapping.
     len: usize,
+    /// The object's size as last requested (allocation or `realloc`), for the checked mode.
+    size: usize,
+    /// The object's alignment as requested, for the checked mode.
+    align: usize,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -87,35 +97,9 @@ fn cache_percent() -> usize {
     if p != usize::MAX {
         return p;
     }
-    let p = env_percent().unwrap_or(DEFAULT_CACHE_PERCENT);
+    let p = os::env_usize(c"SPECALLOC_LARGE_CACHE_PERCENT").unwrap_or(DEFAULT_CACHE_PERCENT);
     CACHE_PERCENT.store(p, Ordering::Relaxed);
     p
-}
-
-/// Reads `SPECALLOC_LARGE_CACHE_PERCENT` without allocating.
-fn env_percent() -> Option<usize> {
-    // SAFETY: a NUL-terminated name; getenv returns null or a NUL-terminated string that we only
-    // read before returning.
-    unsafe {
-        let v = libc::getenv(c"SPECALLOC_LARGE_CACHE_PERCENT".as_ptr());
-        if v.is_null() {
-            return None;
-        }
-        let mut n = 0usize;
-        let mut p = v as *const u8;
-        if *p == 0 {
-            return None;
-        }
-        while *p != 0 {
-            let d = (*p).wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            n = n.saturating_mul(10).saturating_add(d as usize);
-            p = p.add(1);
-        }
-        Some(n)
-    }
 }
 
 /// The cache's bound now.
@@ -188,6 +172,21 @@ fn cache_trim() {
     unmap_all(&evicted[..n]);
 }
 
+/// Gives every cached mapping back to the OS (called when the OS refuses a mapping); returns the
+/// bytes given back.
+///
+/// Takes the cache's lock: the caller must hold no lock that is ever taken while the cache's lock
+/// is held (the page heap's lock included, since the fork handlers take the cache's first).
+pub(crate) fn release_cache() -> usize {
+    if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    let mut evicted = [(0, 0); CACHE_SLOTS];
+    let n = evict(&mut CACHE.lock(), 0, 0, &mut evicted);
+    unmap_all(&evicted[..n]);
+    evicted[..n].iter().map(|&(_, len)| len).sum()
+}
+
 /// Takes a cached mapping of `need` to `need + need / 4` bytes.
 fn cache_take(need: usize) -> Option<(usize, usize)> {
     if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
@@ -238,8 +237,8 @@ fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
     p
 }
 
-fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
-    let align = align.max(OS_PAGE);
+fn alloc_huge(size: usize, req_align: usize, zero: bool) -> *mut u8 {
+    let align = req_align.max(OS_PAGE);
     // At least one page, so that even a zero-sized object points into its own mapping.
     let Some(body) = size.max(1).checked_next_multiple_of(OS_PAGE) else {
         return ptr::null_mut();
@@ -253,6 +252,8 @@ fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
                     magic: HUGE_LIVE,
                     base,
                     len,
+                    size,
+                    align: req_align,
                 });
                 if zero {
                     ptr::write_bytes((base + OS_PAGE) as *mut u8, 0, size);
@@ -272,7 +273,15 @@ fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
     if total > isize::MAX as usize {
         return ptr::null_mut();
     }
-    let Some(m) = os::map(total) else {
+    let Some(m) = os::map_accounted(total).or_else(|| {
+        // Refused: give back the mappings kept for reuse (they may be what fills a capped
+        // address space) and try once more.
+        if release_cache() > 0 {
+            os::map_accounted(total)
+        } else {
+            None
+        }
+    }) else {
         return ptr::null_mut();
     };
     let base = m.as_ptr() as usize;
@@ -293,6 +302,8 @@ fn alloc_huge(size: usize, align: usize, zero: bool) -> *mut u8 {
             magic: HUGE_LIVE,
             base: hdr,
             len: end - hdr,
+            size,
+            align: req_align,
         })
     };
     huge_in_use((end - hdr) as isize);
@@ -365,9 +376,12 @@ pub(crate) unsafe fn realloc_large(
     // SAFETY: a huge object has its header in the page before it.
     let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
     let new_len = new
+        .max(1)
         .checked_next_multiple_of(OS_PAGE)?
         .checked_add(OS_PAGE)?;
     if new_len == h.len {
+        // SAFETY: the header page is ours.
+        unsafe { (*((p as usize - OS_PAGE) as *mut HugeHeader)).size = new };
         return Some(p);
     }
     // SAFETY: the mapping [base, base + len) is this object's own.
@@ -378,6 +392,8 @@ pub(crate) unsafe fn realloc_large(
             magic: HUGE_LIVE,
             base: m,
             len: new_len,
+            size: new,
+            align,
         })
     };
     stats::large_resize(h.len, new_len);
@@ -401,4 +417,13 @@ pub(crate) fn fork_lock(take: bool) {
 pub(crate) fn huge_is_live(p: *mut u8) -> bool {
     // SAFETY: the caller checked that the header page is mapped.
     unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read().magic == HUGE_LIVE }
+}
+
+/// The (size, alignment) last requested for the live huge object at `p` (checked mode; the
+/// caller made sure the object is live, see [`huge_is_live`]).
+#[cfg(feature = "checked")]
+pub(crate) fn huge_layout(p: *mut u8) -> (usize, usize) {
+    // SAFETY: the caller checked that the header page is mapped and holds a live header.
+    let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
+    (h.size, h.align)
 }

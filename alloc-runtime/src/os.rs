@@ -1,20 +1,62 @@
-//! The operating-system layer: anonymous mappings, and nothing else.
+//! The operating-system layer: every call the runtime makes to the OS outside the thread-heap
+//! code (mappings, the environment, and the checked mode's probe, last words and abort).
 //!
 //! Every byte the allocator hands out comes from here. Failures are reported as `None`; nothing
-//! here panics or aborts, so an exhausted address space turns into a null return to the caller.
+//! here panics, so an exhausted address space turns into a null return to the caller.
+//!
+//! # Out of memory
+//!
+//! Two kinds of mappings, so that a request the machine cannot back fails the way glibc's
+//! `malloc` does instead of succeeding and getting the process OOM-killed later:
+//!
+//! - [`map`] (chunks of the page heap, the checked mode's side bitmaps, heap arenas): small,
+//!   fixed-size reservations made with `MAP_NORESERVE`, so that they stay cheap and out of the
+//!   kernel's commit accounting under the default heuristic policy.
+//! - [`map_accounted`] (huge objects, each its own mapping of any size): no `MAP_NORESERVE`, so
+//!   the kernel's overcommit policy judges the request: under the default heuristic
+//!   (`vm.overcommit_memory = 0`) a mapping larger than RAM + swap is refused (glibc's `malloc`
+//!   maps the same way and is refused the same), under strict accounting (mode 2) anything past
+//!   the commit limit is refused (in that mode the kernel ignores `MAP_NORESERVE` anyway, so the
+//!   chunks are accounted too), and under mode 1 everything is granted, to glibc too. Growing
+//!   such a mapping with [`remap`] is judged the same way.
+//!
+//! `RLIMIT_AS` caps every mapping, with or without `MAP_NORESERVE`: the kernel refuses a
+//! mapping past the cap and the caller sees `None`. Requests larger than the user address space
+//! ([`MAX_MAPPING`]) are refused before asking the kernel.
 
+use core::ffi::CStr;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The OS page size assumed for `madvise`/`mremap` granularity (checked at first use).
 pub const OS_PAGE: usize = 4096;
 
+/// The largest mapping ever asked of the kernel: 2^47 bytes (128 TiB), the user address space
+/// of x86-64 and AArch64 with 4-level page tables (with 5-level tables the kernel still places
+/// mappings below 2^47 unless given a hint above it, which we never give).
+pub(crate) const MAX_MAPPING: usize = 1 << 47;
+
 /// Bytes currently mapped from the OS by this allocator.
 pub(crate) static MAPPED: AtomicUsize = AtomicUsize::new(0);
 
-/// Maps `size` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed, read-write memory.
+/// Maps `size` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed, read-write memory, with
+/// `MAP_NORESERVE`: for the allocator's own fixed-size reservations (see the module docs).
 pub(crate) fn map(size: usize) -> Option<NonNull<u8>> {
+    mmap_anon(size, libc::MAP_NORESERVE)
+}
+
+/// Maps `size` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed, read-write memory that the
+/// kernel's overcommit policy accounts for: `None` when the policy (or `RLIMIT_AS`) says the
+/// machine cannot back it. For objects of any size requested by the program.
+pub(crate) fn map_accounted(size: usize) -> Option<NonNull<u8>> {
+    mmap_anon(size, 0)
+}
+
+fn mmap_anon(size: usize, flags: libc::c_int) -> Option<NonNull<u8>> {
     debug_assert!(size.is_multiple_of(OS_PAGE) && size > 0);
+    if size > MAX_MAPPING {
+        return None;
+    }
     // SAFETY: an anonymous private mapping with no address hint touches no existing memory;
     // the result is checked for MAP_FAILED before use.
     let p = unsafe {
@@ -22,7 +64,7 @@ pub(crate) fn map(size: usize) -> Option<NonNull<u8>> {
             core::ptr::null_mut(),
             size,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
             -1,
             0,
         )
@@ -57,7 +99,8 @@ pub(crate) fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
 /// Unmaps `[ptr, ptr + size)`.
 ///
 /// # Safety
-/// The range must be a page-aligned part of a mapping made by [`map`] that nothing uses any more.
+/// The range must be a page-aligned part of a mapping made by [`map`] or [`map_accounted`] that
+/// nothing uses any more.
 pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
     // SAFETY: the caller guarantees the range is ours and unused.
     let r = unsafe { libc::munmap(ptr.cast(), size) };
@@ -87,12 +130,18 @@ pub(crate) unsafe fn no_huge_pages(ptr: *mut u8, size: usize) {
     unsafe { libc::madvise(ptr.cast(), size, libc::MADV_NOHUGEPAGE) };
 }
 
-/// Grows or shrinks the mapping `[ptr, ptr + old)` to `new` bytes, moving it if needed.
+/// Grows or shrinks the mapping `[ptr, ptr + old)` to `new` bytes, moving it if needed. Growth
+/// is judged by the overcommit policy as the mapping was (see the module docs); `None` when
+/// refused.
 ///
 /// # Safety
-/// `[ptr, ptr + old)` must be a whole mapping made by [`map`]/[`map_aligned`]; on success the
+/// `[ptr, ptr + old)` must be a whole mapping made by [`map`], [`map_accounted`] or
+/// [`map_aligned`]; on success the
 /// old range must not be used any more.
 pub(crate) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> Option<NonNull<u8>> {
+    if new > MAX_MAPPING {
+        return None;
+    }
     // SAFETY: the caller guarantees the mapping is ours; MREMAP_MAYMOVE lets the kernel move the
     // pages without copying, and the result is checked for MAP_FAILED.
     let p = unsafe { libc::mremap(ptr.cast(), old, new, libc::MREMAP_MAYMOVE) };
@@ -105,4 +154,59 @@ pub(crate) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> Option<NonNu
         MAPPED.fetch_sub(old - new, Ordering::Relaxed);
     }
     NonNull::new(p.cast())
+}
+
+/// Reads the environment variable `name` as a decimal number, without allocating: `None` when it
+/// is unset, empty or not all digits; saturates at `usize::MAX`.
+///
+/// Reads the environment with `getenv`, which is safe as long as nothing changes the environment
+/// at the same time; `std::env::set_var` is `unsafe` for that reason, and its callers promise it.
+pub(crate) fn env_usize(name: &CStr) -> Option<usize> {
+    // SAFETY: a NUL-terminated name; getenv returns null or a NUL-terminated string, which we
+    // only read, before returning (see above for concurrent changes).
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    if v.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null result of getenv is a NUL-terminated string that lives at least until
+    // the environment changes.
+    let bytes = unsafe { CStr::from_ptr(v) }.to_bytes();
+    if bytes.is_empty() {
+        return None;
+    }
+    let mut n = 0usize;
+    for &c in bytes {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.saturating_mul(10).saturating_add(d as usize);
+    }
+    Some(n)
+}
+
+/// Whether the page holding `addr` is mapped in this process (asked with `mincore`, which never
+/// touches the page, so any address may be asked about).
+#[cfg(feature = "checked")]
+pub(crate) fn is_mapped(addr: usize) -> bool {
+    let page = addr & !(OS_PAGE - 1);
+    let mut vec = 0u8;
+    // SAFETY: mincore only reports on the page (it fails with ENOMEM if it is not mapped) and
+    // writes one byte into `vec`, which covers the one page asked about.
+    unsafe { libc::mincore(page as *mut libc::c_void, 1, &mut vec) == 0 }
+}
+
+/// Writes `bytes` to standard error (file descriptor 2) without allocating or locking; a
+/// failed or short write is not retried (this is for last words before [`abort`]).
+#[cfg(feature = "checked")]
+pub(crate) fn write_stderr(bytes: &[u8]) {
+    // SAFETY: writes from a live buffer of `bytes.len()` bytes.
+    unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+/// Aborts the process at once with `SIGABRT`: no unwinding, no destructors, no allocation.
+#[cfg(feature = "checked")]
+pub(crate) fn abort() -> ! {
+    // SAFETY: abort has no preconditions; it does not return.
+    unsafe { libc::abort() }
 }
