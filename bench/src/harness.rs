@@ -24,7 +24,10 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::cli::{self, Common, Stop, Usage};
 use crate::stats;
+use crate::table::{self, fmt_delta, fmt_ns, fmt_spread};
+use crate::workers::target_dir;
 
 /// Significance level below which a difference is reported; above it the
 /// table prints `~` (as benchstat does).
@@ -66,115 +69,72 @@ impl Options {
     }
 }
 
-/// Parsed command line of a benchmark binary: `--quick`, `--rounds N`,
-/// `--csv PATH`, `--seed N`, `--help`.
+/// Parsed command line of a benchmark binary built on [`Benchmark`]: the
+/// shared flags of [`crate::cli`] (`--quick`, `--rounds N`, `--seed N`,
+/// `--out PATH`, `--help`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cli {
     /// Run options; `--quick` selects [`Options::quick`], and `--rounds` and
     /// `--seed` override the respective fields.
     pub options: Options,
-    /// Where to write the raw samples (`--csv PATH`); by default
+    /// Where to write the raw samples (`--out PATH`); by default
     /// `bench-<name>.csv` in the cargo target directory.
-    pub csv: PathBuf,
+    pub out: PathBuf,
     /// Whether `--quick` was given.
     pub quick: bool,
 }
 
-/// The usage text of [`Cli`], for a binary called `name`.
-pub fn usage(name: &str) -> String {
-    format!(
-        "usage: {name} [--quick] [--rounds N] [--csv PATH] [--seed N]\n\
-         \n\
-         --quick       few, short rounds (a smoke test, under 10 s)\n\
-         --rounds N    number of timed rounds (samples per cell)\n\
-         --csv PATH    write raw samples here (default: <target>/bench-{name}.csv)\n\
-         --seed N      seed for the per-round order of the cells\n"
-    )
+/// The usage of [`Cli`], for a binary called `name`.
+pub fn usage(name: &'static str) -> Usage {
+    Usage {
+        name,
+        synopsis: "[--quick] [--rounds N] [--seed N] [--out PATH]",
+        flags: Common::help(
+            "6 rounds of ~5 ms samples (under 10 s)",
+            30,
+            "write the raw samples (CSV) here (default: <target>/bench-NAME.csv)",
+        ),
+    }
 }
 
 impl Cli {
     /// Parses `args` (without the program name) for the binary `name`.
     ///
-    /// Returns `Err` with a message for an unknown flag, a missing or
-    /// malformed value, or `--help` (whose message is the usage text).
-    pub fn from_args<I: IntoIterator<Item = String>>(name: &str, args: I) -> Result<Cli, String> {
-        let mut quick = false;
-        let mut rounds = None;
-        let mut seed = None;
-        let mut csv = None;
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value"));
-            match arg.as_str() {
-                "--quick" => quick = true,
-                "--rounds" => {
-                    let v = value("--rounds")?;
-                    match v.parse::<usize>() {
-                        Ok(n) if n > 0 => rounds = Some(n),
-                        _ => return Err(format!("--rounds: not a positive integer: {v}")),
-                    }
-                }
-                "--seed" => {
-                    let v = value("--seed")?;
-                    seed = Some(
-                        v.parse()
-                            .map_err(|_| format!("--seed: not an integer: {v}"))?,
-                    );
-                }
-                "--csv" => csv = Some(PathBuf::from(value("--csv")?)),
-                "-h" | "--help" => return Err(usage(name)),
-                other => return Err(format!("unknown argument: {other}\n\n{}", usage(name))),
-            }
-        }
-        let mut options = if quick {
+    /// Returns the [`Stop`] of `--help` (the help text) or of an unknown
+    /// flag or a missing or malformed value (the error and the usage line).
+    pub fn from_args<I: IntoIterator<Item = String>>(
+        name: &'static str,
+        args: I,
+    ) -> Result<Cli, Stop> {
+        let mut common = Common::default();
+        cli::parse(&usage(name), args, |arg, p| common.take(arg, p))?;
+        let mut options = if common.quick {
             Options::quick()
         } else {
             Options::default()
         };
-        if let Some(n) = rounds {
-            options.rounds = n;
+        if let Some(n) = common.rounds {
+            options.rounds = n as usize;
         }
-        if let Some(s) = seed {
+        if let Some(s) = common.seed {
             options.seed = s;
         }
-        let csv = csv.unwrap_or_else(|| target_dir().join(format!("bench-{name}.csv")));
+        let out = common
+            .out
+            .unwrap_or_else(|| target_dir().join(format!("bench-{name}.csv")));
         Ok(Cli {
             options,
-            csv,
-            quick,
+            out,
+            quick: common.quick,
         })
     }
 
-    /// Parses the process's arguments; on error prints the message to stderr
-    /// and exits (status 0 for `--help`, 2 otherwise).
-    pub fn from_env(name: &str) -> Cli {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let help = args.iter().any(|a| a == "-h" || a == "--help");
-        match Cli::from_args(name, args) {
-            Ok(cli) => cli,
-            Err(msg) => {
-                eprint!("{msg}");
-                if !msg.ends_with('\n') {
-                    eprintln!();
-                }
-                std::process::exit(if help { 0 } else { 2 });
-            }
-        }
+    /// Parses the process's arguments; on `--help` prints the help on stdout
+    /// and exits 0, on an error prints it and the usage line on stderr and
+    /// exits 2.
+    pub fn from_env(name: &'static str) -> Cli {
+        Cli::from_args(name, std::env::args().skip(1)).unwrap_or_else(|stop| stop.exit())
     }
-}
-
-/// The cargo target directory this binary was built in (the nearest
-/// ancestor of the executable holding cargo's `CACHEDIR.TAG`), or `target`.
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.ancestors()
-                .skip(1)
-                .find(|d| d.join("CACHEDIR.TAG").is_file())
-                .map(Path::to_path_buf)
-        })
-        .unwrap_or_else(|| PathBuf::from("target"))
 }
 
 /// A timing function: runs its operation `iterations` times, returns the
@@ -568,7 +528,7 @@ impl Results {
                     format!(
                         "{} ± {}",
                         fmt_ns(stats::median(&v)),
-                        fmt_pct(stats::spread(&v))
+                        fmt_spread(stats::spread(&v))
                     )
                 });
                 if c != self.baseline {
@@ -592,16 +552,6 @@ impl Results {
         }
         lines.push(line);
 
-        let cols = lines[0].len();
-        let widths: Vec<usize> = (0..cols)
-            .map(|i| {
-                lines
-                    .iter()
-                    .map(|l| l[i].chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
         let mut out = String::new();
         let _ = writeln!(out, "{}: {}", self.name, self.description);
         let _ = writeln!(
@@ -609,21 +559,7 @@ impl Results {
             "ns/op, median ± spread over n={n} rounds; vs {base}: change of the median \
              (Mann-Whitney p; ~ = not significant at p>={ALPHA})"
         );
-        for l in &lines {
-            let mut s = String::new();
-            for (i, cell) in l.iter().enumerate() {
-                let pad = widths[i] - cell.chars().count();
-                if i == 0 {
-                    s.push_str(cell);
-                    s.push_str(&" ".repeat(pad));
-                } else {
-                    s.push_str("  ");
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(cell);
-                }
-            }
-            let _ = writeln!(out, "{}", s.trim_end());
-        }
+        out.push_str(&table::align(&lines));
         out
     }
 
@@ -681,37 +617,6 @@ fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
-    }
-}
-
-/// Formats nanoseconds with about three significant digits.
-fn fmt_ns(ns: f64) -> String {
-    if ns.is_nan() {
-        "-".to_string()
-    } else if ns >= 100.0 {
-        format!("{ns:.0}")
-    } else if ns >= 10.0 {
-        format!("{ns:.1}")
-    } else {
-        format!("{ns:.2}")
-    }
-}
-
-/// Formats a fraction as a whole percentage: `0.031` → `3%`.
-fn fmt_pct(f: f64) -> String {
-    if f.is_nan() {
-        "?".to_string()
-    } else {
-        format!("{:.0}%", f * 100.0)
-    }
-}
-
-/// Formats a ratio as a signed percentage change: `1.105` → `+10.5%`.
-fn fmt_delta(ratio: f64) -> String {
-    if ratio.is_nan() {
-        "-".to_string()
-    } else {
-        format!("{:+.1}%", (ratio - 1.0) * 100.0)
     }
 }
 
@@ -896,19 +801,28 @@ mod tests {
         let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let cli = Cli::from_args("g", args(&[])).unwrap();
         assert_eq!(cli.options, Options::default());
-        assert!(cli.csv.ends_with("bench-g.csv"));
+        assert!(cli.out.ends_with("bench-g.csv"));
         let cli =
-            Cli::from_args("g", args(&["--quick", "--rounds", "3", "--csv", "x.csv"])).unwrap();
+            Cli::from_args("g", args(&["--quick", "--rounds", "3", "--out", "x.csv"])).unwrap();
         assert!(cli.quick);
         assert_eq!(cli.options.rounds, 3);
         assert_eq!(cli.options.target_sample, Options::quick().target_sample);
-        assert_eq!(cli.csv, PathBuf::from("x.csv"));
-        assert!(Cli::from_args("g", args(&["--rounds", "0"])).is_err());
-        assert!(Cli::from_args("g", args(&["--rounds"])).is_err());
-        assert!(Cli::from_args("g", args(&["--bogus"])).is_err());
-        assert!(Cli::from_args("g", args(&["--help"]))
-            .unwrap_err()
-            .starts_with("usage"));
+        assert_eq!(cli.out, PathBuf::from("x.csv"));
+        for bad in [
+            &["--rounds", "0"][..],
+            &["--rounds"],
+            &["--bogus"],
+            &["--csv", "x"],
+        ] {
+            assert!(
+                matches!(Cli::from_args("g", args(bad)), Err(Stop::Error(_))),
+                "{bad:?}"
+            );
+        }
+        let Err(Stop::Help(h)) = Cli::from_args("g", args(&["--help"])) else {
+            panic!("no help");
+        };
+        assert!(h.starts_with("usage: g [--quick]"), "{h}");
     }
 
     #[test]
@@ -919,15 +833,5 @@ mod tests {
         assert_ne!(v, (0..100).collect::<Vec<_>>());
         v.sort();
         assert_eq!(v, (0..100).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn formatting() {
-        assert_eq!(fmt_ns(5.123), "5.12");
-        assert_eq!(fmt_ns(51.23), "51.2");
-        assert_eq!(fmt_ns(512.3), "512");
-        assert_eq!(fmt_pct(0.031), "3%");
-        assert_eq!(fmt_delta(1.105), "+10.5%");
-        assert_eq!(fmt_delta(0.9), "-10.0%");
     }
 }

@@ -43,7 +43,7 @@
 //! ```
 //!
 //! Flags: `--quick` (6 short rounds, under 10 s: a smoke test, not a
-//! measurement), `--rounds N` (default 30), `--csv PATH` (raw samples;
+//! measurement), `--rounds N` (default 30), `--out PATH` (raw samples;
 //! default `target/bench-generic.csv`), `--seed N` (order of the cells).
 //! The default run takes about a minute with the peers. Progress goes to
 //! stderr, the tables to stdout.
@@ -213,10 +213,10 @@ fn main() {
         println!();
         print!("{}", r.table("size (B)"));
     }
-    match harness::write_csv(&cli.csv, &results) {
-        Ok(()) => eprintln!("raw samples: {}", cli.csv.display()),
+    match harness::write_csv(&cli.out, &results) {
+        Ok(()) => eprintln!("raw samples: {}", cli.out.display()),
         Err(e) => {
-            eprintln!("error: writing {}: {e}", cli.csv.display());
+            eprintln!("error: writing {}: {e}", cli.out.display());
             std::process::exit(1);
         }
     }

@@ -193,7 +193,8 @@ struct Worker {
 /// allocator as the global allocator contains.
 fn marker(allocator: &str) -> &'static str {
     match allocator {
-        SPECALLOC => "<specalloc_runtime::SpecAlloc as core::alloc::global::GlobalAlloc>::alloc",
+        // (`SpecAlloc::alloc` itself is inlined into `__rust_alloc`.)
+        SPECALLOC => " specalloc_runtime::",
         "mimalloc" => "mi_malloc_aligned",
         "jemalloc" => "_rjem_mallocx",
         "snmalloc" => "sn_rust_alloc",

@@ -19,7 +19,7 @@ fn record(r: &mut SplitMix64, id: usize) -> Value {
         "id": id,
         "name": format!("{} {}", word(r), word(r)),
         "score": (r.next_u64() % 10_000) as f64 / 100.0,
-        "active": r.next_u64() % 3 != 0,
+        "active": !r.next_u64().is_multiple_of(3),
         "tags": tags,
         "address": {"street": word(r), "city": word(r), "zip": format!("{:05}", r.next_u64() % 100_000)},
         "history": history,

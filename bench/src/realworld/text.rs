@@ -21,7 +21,11 @@ pub fn run(scale: u32) -> u64 {
             let n = 4 + r.next_u64() % 12;
             for j in 0..n {
                 if j > 0 {
-                    corpus.push(if r.next_u64() % 9 == 0 { ',' } else { ' ' });
+                    corpus.push(if r.next_u64().is_multiple_of(9) {
+                        ','
+                    } else {
+                        ' '
+                    });
                     corpus.push(' ');
                 }
                 let w = word(&mut r);
