@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
+use specalloc_bench::cli::{self, Stop, Token, Usage, ValueExt};
+
 specalloc_bench::select_global_allocator!();
 
 /// Peak resident set size of this process, in KiB (getrusage).
@@ -142,14 +144,40 @@ fn churn() -> (String, f64) {
 }
 
 fn main() {
-    let workload = std::env::args().nth(1).expect("workload name");
+    let usage = Usage {
+        name: "memory_worker",
+        synopsis: "putget | push | churn | tiny:N",
+        flags: "(run by bench/scripts/memory.sh, which interleaves allocators and takes medians)\n"
+            .to_string(),
+    };
+    let mut workload = None;
+    cli::parse_env(&usage, |arg, _| match arg {
+        Token::Value(v) if workload.is_none() => {
+            workload = Some(v.clone().string()?);
+            Ok(true)
+        }
+        _ => Ok(false),
+    });
+    let Some(workload) = workload else {
+        Stop::Error(format!(
+            "memory_worker: error: no workload\n{}",
+            usage.line()
+        ))
+        .exit()
+    };
     let start = Instant::now();
     let (name, value) = match workload.as_str() {
         "putget" => putget(),
         "push" => push(),
         "churn" => churn(),
-        w if w.starts_with("tiny:") => tiny(w[5..].parse().expect("tiny:N")),
-        w => panic!("unknown workload {w}"),
+        w => match w.strip_prefix("tiny:").map(str::parse) {
+            Some(Ok(n)) if n > 0 => tiny(n),
+            _ => Stop::Error(format!(
+                "memory_worker: error: unknown workload {w:?}\n{}",
+                usage.line()
+            ))
+            .exit(),
+        },
     };
     let wall = start.elapsed().as_secs_f64() * 1000.0;
     println!(

@@ -44,10 +44,12 @@
 //!   counters (`--dump-before=sweep_cg_boundary`); prints the label of each
 //!   dump.
 
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write as _;
 use std::time::Instant;
 
+use specalloc_bench::cli::{self, Stop, Token, Usage, ValueExt};
 use specalloc_bench::sweep::{self, AllocPath, CellId, SampleLine, Shape, Target, BATCH};
 use specalloc_bench::sweep_loops::{self, Loops, TimeFn};
 
@@ -483,55 +485,105 @@ fn callgrind(cells: &[Cell], n: usize) {
     print!("{out}");
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: sweep_worker describe | calibrate --target-us T | \
-         run --iters-file F --seed S --aa 0|1 --sub K --slice I --slices N | callgrind --n N\n\
-         (run by the sweep driver: cargo run --release -p specalloc-bench --bin sweep)"
-    );
-    std::process::exit(2)
+fn usage() -> Usage {
+    Usage {
+        name: "sweep_worker",
+        synopsis: "describe | calibrate --target-us T | callgrind --n N\n\
+                   run --iters-file F --seed S --aa 0|1 --sub K --slice I --slices N",
+        flags: "(run by the sweep driver: cargo run --release -p specalloc-bench --bin sweep;\n\
+                see the documentation of src/bin/sweep_worker.rs for the commands)\n"
+            .to_string(),
+    }
+}
+
+/// The command and its flags.
+#[derive(Default)]
+struct Args {
+    command: Option<String>,
+    iters_file: Option<String>,
+    numbers: BTreeMap<String, u64>,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let mut a = Args::default();
+        cli::parse_env(&usage(), |arg, p| {
+            match arg {
+                Token::Value(v) if a.command.is_none() => a.command = Some(v.clone().string()?),
+                Token::Flag(f) if f == "--iters-file" => a.iters_file = Some(cli::value(p)?),
+                Token::Flag(f)
+                    if [
+                        "--target-us",
+                        "--n",
+                        "--seed",
+                        "--aa",
+                        "--sub",
+                        "--slice",
+                        "--slices",
+                    ]
+                    .contains(&f.as_str()) =>
+                {
+                    a.numbers.insert(f.clone(), cli::value(p)?);
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        });
+        a
+    }
+
+    /// The value of a numeric flag the command needs.
+    fn num(&self, flag: &str) -> u64 {
+        self.numbers
+            .get(flag)
+            .copied()
+            .unwrap_or_else(|| missing(flag))
+    }
+}
+
+/// Stops with the usage line: `flag` is required.
+fn missing(flag: &str) -> ! {
+    let usage = usage();
+    Stop::Error(format!(
+        "sweep_worker: error: {flag} is required\n{}",
+        usage.line()
+    ))
+    .exit()
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| -> Option<String> {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
-    let num = |name: &str| -> u64 {
-        flag(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| usage())
-    };
+    let args = Args::parse();
     let cells = all_cells();
-    match args.first().map(String::as_str) {
+    match args.command.as_deref() {
         Some("describe") => describe(&cells),
-        Some("calibrate") => calibrate(&cells, num("--target-us")),
+        Some("calibrate") => calibrate(&cells, args.num("--target-us")),
         Some("run") => {
-            let file = flag("--iters-file").unwrap_or_else(|| usage());
+            let file = args
+                .iters_file
+                .clone()
+                .unwrap_or_else(|| missing("--iters-file"));
             // `--aa 1` names the configurations of the A/A control; both
             // processes get argument lists of the same length.
-            let suffix = if num("--aa") == 1 {
+            let suffix = if args.num("--aa") == 1 {
                 sweep::AA_SUFFIX
             } else {
                 ""
             };
-            let slicing = (num("--slice") as usize, num("--slices") as usize);
+            let slicing = (args.num("--slice") as usize, args.num("--slices") as usize);
             if let Err(e) = run(
                 &cells,
                 &file,
-                num("--seed"),
+                args.num("--seed"),
                 suffix,
-                num("--sub").max(1),
+                args.num("--sub").max(1),
                 slicing,
             ) {
                 eprintln!("sweep_worker: {e}");
                 std::process::exit(1);
             }
         }
-        Some("callgrind") => callgrind(&cells, num("--n") as usize),
-        _ => usage(),
+        Some("callgrind") => callgrind(&cells, args.num("--n") as usize),
+        _ => missing("a command (describe, calibrate, run or callgrind)"),
     }
     let _ = std::io::stdout().flush();
 }

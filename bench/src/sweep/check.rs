@@ -115,21 +115,95 @@ pub fn verify(expect: Expect, desc: &Description, symbols: &[Symbol]) -> Check {
         routines: routines.len(),
         ..Check::default()
     };
-    let mut by_addr: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-    for s in symbols {
-        by_addr.entry(s.addr).or_default().push(&s.name);
-    }
-    let marker = symbols.iter().find(|s| s.name == MARKER_SYMBOL);
-    let bias = marker.map(|m| desc.marker.wrapping_sub(m.addr));
-    let names_at = |addr: u64| -> Vec<&str> {
-        bias.and_then(|b| by_addr.get(&addr.wrapping_sub(b)))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let binary = Binary::new(desc, symbols);
     let p = &mut check.problems;
-    if marker.is_none() {
+    if binary.bias.is_none() {
         p.push(format!("nm finds no `{MARKER_SYMBOL}` symbol"));
     }
+    check_identity(expect, desc, p);
+    check_loops(expect, &binary, p);
+    match expect {
+        Expect::Specialised => {
+            let uncalled = check_specialised(&binary, &routines, p);
+            if uncalled > 0 && p.is_empty() {
+                check.notes.push(format!(
+                    "{uncalled} routine(s) in the binary not called by a cell"
+                ));
+            }
+        }
+        Expect::OptOut => check_opt_out(&binary, &routines, p),
+        Expect::Global(_) => {
+            if !routines.is_empty() {
+                check.notes.push(format!(
+                    "{} routine symbol(s) in a build that never calls one",
+                    routines.len()
+                ));
+            }
+        }
+    }
+    check
+}
+
+/// A worker's self-description related to its `nm` symbols.
+struct Binary<'a> {
+    desc: &'a Description,
+    by_addr: BTreeMap<u64, Vec<&'a str>>,
+    /// Run-time address minus link-time address (from the marker symbol),
+    /// if the marker is in the binary.
+    bias: Option<u64>,
+}
+
+impl<'a> Binary<'a> {
+    fn new(desc: &'a Description, symbols: &'a [Symbol]) -> Self {
+        let mut by_addr: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for s in symbols {
+            by_addr.entry(s.addr).or_default().push(&s.name);
+        }
+        let marker = symbols.iter().find(|s| s.name == MARKER_SYMBOL);
+        Binary {
+            desc,
+            by_addr,
+            bias: marker.map(|m| desc.marker.wrapping_sub(m.addr)),
+        }
+    }
+
+    /// The symbol names at a run-time address.
+    fn names_at(&self, addr: u64) -> Vec<&'a str> {
+        self.bias
+            .and_then(|b| self.by_addr.get(&addr.wrapping_sub(b)))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Checks that `config` reports exactly one call target per path and
+    /// size.
+    fn cover(&self, config: &str, p: &mut Vec<String>) {
+        for path in AllocPath::ALL {
+            for size in SIZES {
+                let n = self
+                    .desc
+                    .targets
+                    .iter()
+                    .filter(|t| t.config == config && t.path == path && t.size == size)
+                    .count();
+                if n != 1 {
+                    p.push(format!(
+                        "{n} call targets reported for {config} {} {size} B, expected 1",
+                        path.name()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The call targets of `config`.
+    fn targets(&self, config: &'a str) -> impl Iterator<Item = &'a Target> + 'a {
+        self.desc.targets.iter().filter(move |t| t.config == config)
+    }
+}
+
+/// The configurations the build runs and its global allocator.
+fn check_identity(expect: Expect, desc: &Description, p: &mut Vec<String>) {
     let want_configs: Vec<String> = match expect {
         Expect::Specialised => vec![
             SPECIALISED.into(),
@@ -160,28 +234,13 @@ pub fn verify(expect: Expect, desc: &Description, symbols: &[Symbol]) -> Check {
             desc.global
         ));
     }
-    // The set of (path, size) a spec-calling configuration must cover.
-    let cover = |config: &str, p: &mut Vec<String>| {
-        for path in AllocPath::ALL {
-            for size in SIZES {
-                let n = desc
-                    .targets
-                    .iter()
-                    .filter(|t| t.config == config && t.path == path && t.size == size)
-                    .count();
-                if n != 1 {
-                    p.push(format!(
-                        "{n} call targets reported for {config} {} {size} B, expected 1",
-                        path.name()
-                    ));
-                }
-            }
-        }
-    };
-    // The configurations that call `std::alloc::alloc` run instances of the
-    // shared loop; `generic` (the library's instances, out of line) and
-    // `generic-local` (this binary's own) must be different instances, one
-    // per size and path.
+}
+
+/// The configurations that call `std::alloc::alloc` run instances of the
+/// shared loop; `generic` (the library's instances, out of line) and
+/// `generic-local` (this binary's own) must be different instances, one per
+/// size and path.
+fn check_loops(expect: Expect, binary: &Binary<'_>, p: &mut Vec<String>) {
     let loop_configs: Vec<&str> = match expect {
         Expect::Specialised => vec![GENERIC, LOCAL],
         Expect::OptOut => vec![],
@@ -189,10 +248,10 @@ pub fn verify(expect: Expect, desc: &Description, symbols: &[Symbol]) -> Check {
     };
     let mut instances: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
     for &config in &loop_configs {
-        cover(config, p);
+        binary.cover(config, p);
         let set = instances.entry(config).or_default();
-        for t in desc.targets.iter().filter(|t| t.config == config) {
-            let names = names_at(t.addr);
+        for t in binary.targets(config) {
+            let names = binary.names_at(t.addr);
             if names.iter().any(|n| strip_hash(n) == PAIR_LOOP) {
                 set.insert(t.addr);
             } else {
@@ -218,68 +277,59 @@ pub fn verify(expect: Expect, desc: &Description, symbols: &[Symbol]) -> Check {
             ));
         }
     }
-    match expect {
-        Expect::Specialised => {
-            if !desc.size_specialized {
-                p.push("built with the opt-out switch on (SIZE_SPECIALIZED is false)".into());
-            }
-            if routines.is_empty() {
-                p.push("nm finds no size-specialised routine symbol".into());
-            }
-            cover(SPECIALISED, p);
-            let mut called = BTreeSet::new();
-            for t in desc.targets.iter().filter(|t| t.config == SPECIALISED) {
-                let want = expected_routine(t.path, t.size, t.align);
-                let names = names_at(t.addr);
-                if names.iter().any(|n| routine_name(n) == Some(want.as_str())) {
-                    called.insert(t.addr.wrapping_sub(bias.unwrap_or(0)));
-                } else {
-                    p.push(format!(
-                        "{} {} B calls {:?}, expected specalloc_runtime::routines::{want}",
-                        t.path.name(),
-                        t.size,
-                        names
-                    ));
-                }
-            }
-            let uncalled = routines.difference(&called).count();
-            if uncalled > 0 && p.is_empty() {
-                check.notes.push(format!(
-                    "{uncalled} routine(s) in the binary not called by a cell"
-                ));
-            }
-        }
-        Expect::OptOut => {
-            if desc.size_specialized {
-                p.push("the opt-out switch is off (SIZE_SPECIALIZED is true)".into());
-            }
-            if !routines.is_empty() {
-                p.push(format!(
-                    "nm finds {} size-specialised routine(s); the opt-out build must have none",
-                    routines.len()
-                ));
-            }
-            cover(OPT_OUT, p);
-            for t in desc.targets.iter().filter(|t| t.config == OPT_OUT) {
-                let names = names_at(t.addr);
-                if names.iter().any(|n| routine_name(n).is_some()) {
-                    p.push(format!(
-                        "{} {} B calls the routine {:?}",
-                        t.path.name(),
-                        t.size,
-                        names
-                    ));
-                }
-            }
-        }
-        Expect::Global(_) => {
-            if !routines.is_empty() {
-                check.notes.push(format!(
-                    "{} routine symbol(s) in a build that never calls one",
-                    routines.len()
-                ));
-            }
+}
+
+/// The specialised build: specialisation on, routines present, every
+/// specialised cell calling the routine of its size and path. Returns the
+/// number of routines no cell calls.
+fn check_specialised(binary: &Binary<'_>, routines: &BTreeSet<u64>, p: &mut Vec<String>) -> usize {
+    if !binary.desc.size_specialized {
+        p.push("built with the opt-out switch on (SIZE_SPECIALIZED is false)".into());
+    }
+    if routines.is_empty() {
+        p.push("nm finds no size-specialised routine symbol".into());
+    }
+    binary.cover(SPECIALISED, p);
+    let mut called = BTreeSet::new();
+    for t in binary.targets(SPECIALISED) {
+        let want = expected_routine(t.path, t.size, t.align);
+        let names = binary.names_at(t.addr);
+        if names.iter().any(|n| routine_name(n) == Some(want.as_str())) {
+            called.insert(t.addr.wrapping_sub(binary.bias.unwrap_or(0)));
+        } else {
+            p.push(format!(
+                "{} {} B calls {:?}, expected specalloc_runtime::routines::{want}",
+                t.path.name(),
+                t.size,
+                names
+            ));
         }
     }
-    check
+    routines.difference(&called).count()
+}
+
+/// The opt-out build: the switch on, no routine in the binary, no cell
+/// calling one.
+fn check_opt_out(binary: &Binary<'_>, routines: &BTreeSet<u64>, p: &mut Vec<String>) {
+    if binary.desc.size_specialized {
+        p.push("the opt-out switch is off (SIZE_SPECIALIZED is true)".into());
+    }
+    if !routines.is_empty() {
+        p.push(format!(
+            "nm finds {} size-specialised routine(s); the opt-out build must have none",
+            routines.len()
+        ));
+    }
+    binary.cover(OPT_OUT, p);
+    for t in binary.targets(OPT_OUT) {
+        let names = binary.names_at(t.addr);
+        if names.iter().any(|n| routine_name(n).is_some()) {
+            p.push(format!(
+                "{} {} B calls the routine {:?}",
+                t.path.name(),
+                t.size,
+                names
+            ));
+        }
+    }
 }

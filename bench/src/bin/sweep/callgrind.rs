@@ -13,79 +13,26 @@ use specalloc_bench::workers::output;
 use crate::prepare::Worker;
 use crate::{command_line, Opts};
 
+/// Instructions per operation of every cell of every build that runs under
+/// valgrind; the tables on stdout and in `<out>/callgrind.txt`, one line
+/// per cell in `<out>/callgrind.csv`.
 pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let n = opts.cg_n;
     let mut per_op: BTreeMap<CellId, f64> = BTreeMap::new();
     let mut configs = Vec::new();
     let mut failed = Vec::new();
     for w in workers.iter().filter(|w| w.ok()) {
-        let dir = opts.out.join("callgrind").join(w.build.name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let file = dir.join("cg.out");
-        eprintln!(
-            "[sweep] callgrind: {} ({n} and {} operations per cell)",
-            w.build.name,
-            2 * n
-        );
-        let run = output(
-            Command::new("valgrind")
-                .arg("--tool=callgrind")
-                .arg(format!("--dump-before={}", sweep::BOUNDARY_SYMBOL))
-                .arg(format!("--callgrind-out-file={}", file.display()))
-                .arg(&w.bin)
-                .args(["callgrind", "--n"])
-                .arg(n.to_string()),
-        );
-        let labels = match run {
-            Ok(l) => l,
-            Err(e) => {
-                let first = e
-                    .lines()
-                    .find(|l| l.contains("error") || l.contains("failed"))
-                    .unwrap_or("");
-                eprintln!(
-                    "[sweep] callgrind: {} fails under valgrind, left out: {first}",
-                    w.build.name
-                );
-                failed.push(w.build.name);
-                let _ = std::fs::remove_dir_all(&dir);
-                continue;
-            }
-        };
-        let mut counts: BTreeMap<CellId, BTreeMap<u64, u64>> = BTreeMap::new();
-        for line in labels.lines() {
-            // dump,<k>,iters,<config>,<path>,<shape>,<size>,<ops>,<n>
-            let Some(rest) = line.strip_prefix("dump,") else {
-                continue;
-            };
-            let Some((k, label)) = rest.split_once(',') else {
-                continue;
-            };
-            if label == "-" {
-                continue;
-            }
-            let Some((iters_part, _n)) = label.rsplit_once(',') else {
-                continue;
-            };
-            let (cell, ops) = sweep::parse_iters(iters_part)
-                .ok_or_else(|| format!("bad callgrind label {line:?}"))?;
-            let dump = dir.join(format!("cg.out.{k}"));
-            let text =
-                std::fs::read_to_string(&dump).map_err(|e| format!("{}: {e}", dump.display()))?;
-            let total = sweep::parse_callgrind_total(&text)
-                .ok_or_else(|| format!("{}: no totals", dump.display()))?;
-            counts.entry(cell).or_default().insert(ops, total);
-        }
-        for (cell, m) in counts {
-            if let (Some(&a), Some(&b)) = (m.get(&(n as u64)), m.get(&(2 * n as u64))) {
-                if !configs.contains(&cell.config) {
-                    configs.push(cell.config.clone());
+        match measure(opts, w)? {
+            Some(cells) => {
+                for (cell, v) in cells {
+                    if !configs.contains(&cell.config) {
+                        configs.push(cell.config.clone());
+                    }
+                    per_op.insert(cell, v);
                 }
-                per_op.insert(cell, sweep::per_op(a, b, n as u64));
             }
+            None => failed.push(w.build.name),
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let cols: Vec<String> = sweep::columns(&configs);
     let mut report = String::new();
@@ -106,65 +53,7 @@ pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let mut csv = String::from("path,shape,size,config,instructions_per_op\n");
     for path in AllocPath::ALL {
         for shape in Shape::ALL {
-            let _ = writeln!(report);
-            let _ = writeln!(
-                report,
-                "{}/{}: instructions per {}",
-                path.name(),
-                shape.name(),
-                if shape == Shape::Alloc {
-                    "allocation"
-                } else {
-                    "alloc+free pair"
-                }
-            );
-            let mut lines = vec![{
-                let mut h = vec!["size (B)".to_string()];
-                h.extend(cols.iter().cloned());
-                h.push("spec/generic".into());
-                h
-            }];
-            let mut geo: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
-            for size in SIZES {
-                let mut l = vec![size.to_string()];
-                let mut vals = Vec::new();
-                for (i, c) in cols.iter().enumerate() {
-                    let v = per_op
-                        .get(&CellId {
-                            config: c.clone(),
-                            path,
-                            shape,
-                            size,
-                        })
-                        .copied()
-                        .unwrap_or(f64::NAN);
-                    geo[i].push(v);
-                    vals.push(v);
-                    l.push(if v.is_nan() {
-                        "-".into()
-                    } else {
-                        format!("{v:.1}")
-                    });
-                    let _ = writeln!(csv, "{},{},{size},{c},{v:.3}", path.name(), shape.name());
-                }
-                let ratio = |name: &str| cols.iter().position(|c| c == name).map(|i| vals[i]);
-                l.push(match (ratio(SPECIALISED), ratio(GENERIC)) {
-                    (Some(s), Some(g)) => fmt_ratio(s / g),
-                    _ => "-".into(),
-                });
-                lines.push(l);
-            }
-            let mut l = vec!["geomean".to_string()];
-            for g in &geo {
-                l.push(format!("{:.1}", stats::geomean(g)));
-            }
-            let gi = |name: &str| cols.iter().position(|c| c == name);
-            l.push(match (gi(SPECIALISED), gi(GENERIC)) {
-                (Some(s), Some(g)) => fmt_ratio(stats::geomean(&geo[s]) / stats::geomean(&geo[g])),
-                _ => "-".into(),
-            });
-            lines.push(l);
-            report.push_str(&align(&lines));
+            report.push_str(&table(path, shape, &cols, &per_op, &mut csv));
         }
     }
     print!("{report}");
@@ -178,4 +67,148 @@ pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         csv_path.display()
     );
     Ok(())
+}
+
+/// Runs one build's worker under callgrind: instructions per operation of
+/// each of its cells, or `None` if it fails under valgrind (snmalloc).
+fn measure(opts: &Opts, w: &Worker) -> Result<Option<BTreeMap<CellId, f64>>, String> {
+    let n = opts.cg_n;
+    let dir = opts.out.join("callgrind").join(w.build.name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join("cg.out");
+    eprintln!(
+        "[sweep] callgrind: {} ({n} and {} operations per cell)",
+        w.build.name,
+        2 * n
+    );
+    let run = output(
+        Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--dump-before={}", sweep::BOUNDARY_SYMBOL))
+            .arg(format!("--callgrind-out-file={}", file.display()))
+            .arg(&w.bin)
+            .args(["callgrind", "--n"])
+            .arg(n.to_string()),
+    );
+    let labels = match run {
+        Ok(l) => l,
+        Err(e) => {
+            let first = e
+                .lines()
+                .find(|l| l.contains("error") || l.contains("failed"))
+                .unwrap_or("");
+            eprintln!(
+                "[sweep] callgrind: {} fails under valgrind, left out: {first}",
+                w.build.name
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            return Ok(None);
+        }
+    };
+    let mut counts: BTreeMap<CellId, BTreeMap<u64, u64>> = BTreeMap::new();
+    for line in labels.lines() {
+        // dump,<k>,iters,<config>,<path>,<shape>,<size>,<ops>,<n>
+        let Some(rest) = line.strip_prefix("dump,") else {
+            continue;
+        };
+        let Some((k, label)) = rest.split_once(',') else {
+            continue;
+        };
+        if label == "-" {
+            continue;
+        }
+        let Some((iters_part, _n)) = label.rsplit_once(',') else {
+            continue;
+        };
+        let (cell, ops) = sweep::parse_iters(iters_part)
+            .ok_or_else(|| format!("bad callgrind label {line:?}"))?;
+        let dump = dir.join(format!("cg.out.{k}"));
+        let text =
+            std::fs::read_to_string(&dump).map_err(|e| format!("{}: {e}", dump.display()))?;
+        let total = sweep::parse_callgrind_total(&text)
+            .ok_or_else(|| format!("{}: no totals", dump.display()))?;
+        counts.entry(cell).or_default().insert(ops, total);
+    }
+    let mut per_op = BTreeMap::new();
+    for (cell, m) in counts {
+        if let (Some(&a), Some(&b)) = (m.get(&(n as u64)), m.get(&(2 * n as u64))) {
+            per_op.insert(cell, sweep::per_op(a, b, n as u64));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Some(per_op))
+}
+
+/// The table of one path and shape (one line per size, a column per
+/// configuration, specialised/generic, a geomean line); its cells are also
+/// appended to `csv`.
+fn table(
+    path: AllocPath,
+    shape: Shape,
+    cols: &[String],
+    per_op: &BTreeMap<CellId, f64>,
+    csv: &mut String,
+) -> String {
+    let mut report = String::new();
+    let _ = writeln!(report);
+    let _ = writeln!(
+        report,
+        "{}/{}: instructions per {}",
+        path.name(),
+        shape.name(),
+        if shape == Shape::Alloc {
+            "allocation"
+        } else {
+            "alloc+free pair"
+        }
+    );
+    let mut lines = vec![{
+        let mut h = vec!["size (B)".to_string()];
+        h.extend(cols.iter().cloned());
+        h.push("spec/generic".into());
+        h
+    }];
+    let mut geo: Vec<Vec<f64>> = vec![Vec::new(); cols.len()];
+    for size in SIZES {
+        let mut l = vec![size.to_string()];
+        let mut vals = Vec::new();
+        for (i, c) in cols.iter().enumerate() {
+            let v = per_op
+                .get(&CellId {
+                    config: c.clone(),
+                    path,
+                    shape,
+                    size,
+                })
+                .copied()
+                .unwrap_or(f64::NAN);
+            geo[i].push(v);
+            vals.push(v);
+            l.push(if v.is_nan() {
+                "-".into()
+            } else {
+                format!("{v:.1}")
+            });
+            let _ = writeln!(csv, "{},{},{size},{c},{v:.3}", path.name(), shape.name());
+        }
+        let ratio = |name: &str| cols.iter().position(|c| c == name).map(|i| vals[i]);
+        l.push(match (ratio(SPECIALISED), ratio(GENERIC)) {
+            (Some(s), Some(g)) => fmt_ratio(s / g),
+            _ => "-".into(),
+        });
+        lines.push(l);
+    }
+    let mut l = vec!["geomean".to_string()];
+    for g in &geo {
+        l.push(format!("{:.1}", stats::geomean(g)));
+    }
+    let gi = |name: &str| cols.iter().position(|c| c == name);
+    l.push(match (gi(SPECIALISED), gi(GENERIC)) {
+        (Some(s), Some(g)) => fmt_ratio(stats::geomean(&geo[s]) / stats::geomean(&geo[g])),
+        _ => "-".into(),
+    });
+    lines.push(l);
+    report.push_str(&align(&lines));
+    report
 }
