@@ -153,14 +153,13 @@ fn every_class_boundary() {
             let usable = specalloc::usable_size(l);
             assert!(usable >= size, "usable_size({l:?}) = {usable}");
             let class = class_of(size, align);
-            // A small request gets a whole block of its class, except that objects under 16 bytes
-            // may be carved from a shared 16-byte block (Go's tiny allocator): then the usable
-            // size is the request itself.
+            // A small request gets a whole block of its class, except that objects of 1 to 4
+            // bytes aligned to at most 4 get a 4-byte block of the tiny class.
             let whole_block = class != 0 && usable == class_size(class);
             if size <= MAX_SMALL_SIZE {
                 assert_ne!(class, 0, "{l:?} has no class");
                 assert!(
-                    whole_block || (size < 16 && usable == size),
+                    whole_block || (size <= 4 && align <= 4 && usable == 4),
                     "{l:?}: usable {usable}"
                 );
                 assert!(
@@ -342,11 +341,9 @@ fn zeroed_after_reuse_of_dirty_blocks() {
                 // SAFETY: the block is live and `size` bytes long.
                 unsafe { p.write_bytes(0xFF, size) };
             }
-            let tiny = size < 16 && align <= 8;
-            if round > 0 && size <= MAX_SMALL_SIZE && align <= PAGE_SIZE && !tiny {
-                // Freed small blocks go back on this thread's free lists, so the next
-                // requests of the class get (some of) them again. (Objects carved from shared
-                // tiny blocks need not land at the same addresses.)
+            if round > 0 && size <= MAX_SMALL_SIZE && align <= PAGE_SIZE {
+                // Freed small blocks (tiny ones too) go back on this thread's free lists, so the
+                // next requests of the class get (some of) them again.
                 assert!(reused > 0, "{l:?}: no dirty block was reused");
             }
             for p in blocks {

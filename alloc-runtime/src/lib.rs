@@ -49,7 +49,7 @@ mod stats;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
 
-use size_class::{class_of, class_of_small16, class_size, MAX_SMALL_SIZE, PAGE_SIZE};
+use size_class::{class_of_small16, class_size, is_tiny, route, Route, MAX_SMALL_SIZE, PAGE_SIZE};
 pub use stats::{stats, ClassStats, Stats};
 
 /// The allocator, for `#[global_allocator]`.
@@ -94,12 +94,6 @@ unsafe impl GlobalAlloc for SpecAlloc {
     }
 }
 
-/// Whether a layout is served by a size class.
-#[inline(always)]
-fn is_small(size: usize, align: usize) -> bool {
-    size <= MAX_SMALL_SIZE && align <= PAGE_SIZE
-}
-
 /// Allocates a block for `layout` through the generic path (the size class is computed at run
 /// time). Returns null when the OS refuses memory. A zero-sized layout gets a real (16-byte)
 /// block, which must be freed like any other.
@@ -113,14 +107,7 @@ fn is_small(size: usize, align: usize) -> bool {
 /// ```
 #[inline]
 pub fn alloc(layout: Layout) -> *mut u8 {
-    let (size, align) = (layout.size(), layout.align());
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        if heap::is_tiny(size, align) {
-            return heap::alloc_tiny(size, align);
-        }
-        return heap::alloc_small(class_of_small16(size, align));
-    }
-    alloc_other(size, align, false)
+    alloc_generic::<false>(layout)
 }
 
 /// Like [`alloc`], but the block reads zero. Memory known to be zero (fresh from the OS) is not
@@ -135,15 +122,20 @@ pub fn alloc(layout: Layout) -> *mut u8 {
 /// ```
 #[inline]
 pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
+    alloc_generic::<true>(layout)
+}
+
+/// The generic path: the tiny class, then a size class from the run-time table, then large.
+#[inline(always)]
+fn alloc_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
     let (size, align) = (layout.size(), layout.align());
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        if heap::is_tiny(size, align) {
-            // Tiny objects always read zero.
-            return heap::alloc_tiny(size, align);
-        }
-        return heap::alloc_small_zeroed(class_of_small16(size, align), size);
+    if is_tiny(size, align) {
+        return heap::alloc_tiny::<ZEROED>();
     }
-    alloc_other(size, align, true)
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        return heap::alloc_small::<ZEROED>(class_of_small16(size, align), size);
+    }
+    alloc_other(size, align, ZEROED)
 }
 
 /// The generic path fully inlined: like [`alloc`], but the size-class lookup uses `const`
@@ -161,14 +153,7 @@ pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
 /// ```
 #[inline(always)]
 pub fn alloc_inline(layout: Layout) -> *mut u8 {
-    let (size, align) = (layout.size(), layout.align());
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        if heap::is_tiny(size, align) {
-            return heap::alloc_tiny(size, align);
-        }
-        return heap::alloc_small(size_class::class_of_inline(size, align));
-    }
-    alloc_other(size, align, false)
+    alloc_inline_generic::<false>(layout)
 }
 
 /// Zeroing variant of [`alloc_inline`].
@@ -182,29 +167,29 @@ pub fn alloc_inline(layout: Layout) -> *mut u8 {
 /// ```
 #[inline(always)]
 pub fn alloc_zeroed_inline(layout: Layout) -> *mut u8 {
+    alloc_inline_generic::<true>(layout)
+}
+
+#[inline(always)]
+fn alloc_inline_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
     let (size, align) = (layout.size(), layout.align());
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        if heap::is_tiny(size, align) {
-            return heap::alloc_tiny(size, align);
-        }
-        return heap::alloc_small_zeroed(size_class::class_of_inline(size, align), size);
+    if is_tiny(size, align) {
+        return heap::alloc_tiny::<ZEROED>();
     }
-    alloc_other(size, align, true)
+    if size <= MAX_SMALL_SIZE && align <= 16 {
+        return heap::alloc_small::<ZEROED>(size_class::class_of_inline(size, align), size);
+    }
+    alloc_other(size, align, ZEROED)
 }
 
 #[cold]
 #[inline(never)]
 fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
-    if is_small(size, align) {
-        let class = class_of(size, align);
-        debug_assert!(class != 0);
-        return if zero {
-            heap::alloc_small_zeroed(class, size)
-        } else {
-            heap::alloc_small(class)
-        };
+    match route(size, align) {
+        Route::Small(class) if zero => heap::alloc_small::<true>(class, size),
+        Route::Small(class) => heap::alloc_small::<false>(class, size),
+        _ => large::alloc_large(size, align, zero),
     }
-    large::alloc_large(size, align, zero)
 }
 
 /// Frees a block.
@@ -217,10 +202,10 @@ pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, size, align, false);
-    if heap::is_tiny(size, align) {
-        // SAFETY: a tiny layout means `ptr` is a tiny object.
+    if is_tiny(size, align) {
+        // SAFETY: a tiny layout means `ptr` is a tiny block.
         unsafe { heap::free_tiny(ptr) }
-    } else if is_small(size, align) {
+    } else if size <= MAX_SMALL_SIZE && align <= PAGE_SIZE {
         // SAFETY: a small layout means `ptr` is a small block.
         unsafe { heap::free_small(ptr) }
     } else {
@@ -229,9 +214,9 @@ pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     }
 }
 
-/// Resizes a block, in place when the new size stays in the same size class (or, for large
-/// objects, keeps its page count or can be remapped), else by moving it. On failure returns
-/// null and leaves the old block untouched.
+/// Resizes a block, in place when the new size stays on the same route (the tiny class, the
+/// same size class, or, for large objects, the same page count or a remapping), else by moving
+/// it. On failure returns null and leaves the old block untouched.
 ///
 /// # Safety
 /// As for [`dealloc`]; `new_size` rounded up to `layout.align()` must not exceed `isize::MAX`.
@@ -239,22 +224,20 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     let (old, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, old, align, true);
-    if heap::is_tiny(old, align) {
-        // A tiny object can shrink where it is (it stays tiny), never grow.
-        if new_size <= old && new_size > 0 {
-            return ptr;
+    let from = route(old, align);
+    match from {
+        Route::Tiny | Route::Small(_) => {
+            if route(new_size, align) == from {
+                return ptr;
+            }
         }
-    } else if is_small(old, align) {
-        if is_small(new_size, align)
-            && !heap::is_tiny(new_size, align)
-            && class_of(old, align) == class_of(new_size, align)
-        {
-            return ptr;
-        }
-    } else if !is_small(new_size, align) {
-        // SAFETY: `ptr` is a large object of `layout`.
-        if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
-            return p;
+        Route::Large => {
+            if route(new_size, align) == Route::Large {
+                // SAFETY: `ptr` is a large object of `layout`.
+                if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
+                    return p;
+                }
+            }
         }
     }
     // SAFETY: the caller guarantees the new size is a valid layout size for this alignment.
@@ -288,10 +271,10 @@ pub fn set_large_cache_percent(percent: usize) {
 #[cfg(feature = "checked")]
 fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
     use checked::Kind;
-    let kind = if heap::is_tiny(size, align) {
+    let kind = if let Route::Tiny = route(size, align) {
         Kind::Tiny
-    } else if is_small(size, align) {
-        Kind::Small(class_of(size, align))
+    } else if let Route::Small(class) = route(size, align) {
+        Kind::Small(class)
     } else if large::is_medium(size, align) {
         Kind::Medium(size.div_ceil(PAGE_SIZE))
     } else {
@@ -305,19 +288,19 @@ fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
     }
 }
 
-/// Bytes usable in a block allocated for `layout`: its class size for small blocks, the requested
-/// size for tiny (1-15 bytes) and large ones.
+/// Bytes usable in a block allocated for `layout`: its class size for a size class (4 for the
+/// tiny class), the requested size for large ones.
 ///
 /// ```
 /// use core::alloc::Layout;
 /// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(20, 8).unwrap()), 24);
-/// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(3, 1).unwrap()), 3);
+/// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(3, 1).unwrap()), 4);
+/// assert_eq!(specalloc_runtime::usable_size(Layout::from_size_align(12, 4).unwrap()), 16);
 /// ```
 pub fn usable_size(layout: Layout) -> usize {
-    let (size, align) = (layout.size(), layout.align());
-    if is_small(size, align) && !heap::is_tiny(size, align) {
-        class_size(class_of(size, align))
-    } else {
-        size
+    match route(layout.size(), layout.align()) {
+        Route::Tiny => size_class::TINY_MAX,
+        Route::Small(class) => class_size(class),
+        Route::Large => layout.size(),
     }
 }

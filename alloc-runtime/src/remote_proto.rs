@@ -1,50 +1,71 @@
 // The cross-thread free protocol, kept free of the rest of the allocator so that the very same
 // source is compiled twice: into the runtime (with `core` atomics, see `remote.rs`) and into the
 // loom model in `tests/loom_remote.rs` (with loom's atomics). The including module must bring
-// `AtomicUsize`, `Ordering` and a `spin_loop()` function into scope.
+// `AtomicUsize`, `Ordering`, a `spin_loop()` function and `LINK_MASK` (the chunk size minus one)
+// into scope.
 //
 // Words:
 // - a span's *remote word*: the head of a list of blocks freed by other threads, with a
-//   notification state in its two low bits (blocks are at least 8-byte aligned);
-// - a heap's *delayed word*: a list of blocks that other threads delivered to the heap itself
-//   because their span was parked on the heap's full list.
+//   notification state in its two low bits (blocks are at least 4-byte aligned);
+// - a heap's *delayed word*: a list of *spans* (never blocks) that other threads handed to the
+//   heap because they freed a block into a span the heap had parked as full.
+//
+// Links: a block on a remote list holds, in its first four bytes, the offset of the next block
+// within their chunk (0 ends the list; no block starts at offset 0 of a chunk, which holds the
+// chunk header). Every block of a span lies in one chunk, so four bytes suffice, and blocks as
+// small as four bytes can be freed by any thread.
 //
 // Notification states of a remote word:
 // - NONE: frees push onto the span's remote list; the owner collects it on its slow path.
 // - NOTIFY: the owner parked the span as full and will not look at it again by itself. The next
-//   remote free claims the notification (NOTIFY -> NOTIFYING), delivers its block to the owner's
-//   delayed list, and resets the state to NONE. The owner thereby learns that the span has room.
-// - NOTIFYING: a freeing thread is between claiming the notification and delivering its block.
-//   The owner must not go away in that window: before it abandons its spans it waits until no
-//   span of it is NOTIFYING (`quiesce`), and only then drains its delayed list for the last time.
+//   remote free pushes its block and claims the notification in one step (NOTIFY -> NOTIFYING),
+//   pushes the *span* onto the owner's delayed list, and moves the state to DELIVERED.
+// - NOTIFYING: a freeing thread is between claiming the notification and delivering the span.
+//   The owner must not go away in that window: before it abandons or releases a span it waits
+//   until the span is not NOTIFYING (`quiesce`).
+// - DELIVERED: the span sits on its owner's delayed list. Only the owner leaves this state, when
+//   it takes the span off that list (`take_delivered`); until then the span is neither re-armed
+//   nor given back to the page heap (the runtime defers the release, see `heap/slow.rs`).
+//
+// The block that claimed the notification stays on the span's remote list and in the span's
+// count of used blocks, like any remote free: a delivered span is an address the owner looks
+// at, never memory that is already free.
 
 /// Remote state: plain remote list.
 pub const NONE: usize = 0;
 /// Remote state: the owner wants to hear about the next remote free.
 pub const NOTIFY: usize = 1;
-/// Remote state: a freeing thread is delivering a block to the owner's delayed list.
+/// Remote state: a freeing thread is delivering the span to its owner's delayed list.
 pub const NOTIFYING: usize = 2;
+/// Remote state: the span is on its owner's delayed list.
+pub const DELIVERED: usize = 3;
 /// Mask of the state bits of a remote word.
 pub const STATE_MASK: usize = 3;
 
-/// Writes a block's link word.
+/// Writes a free block's link: the chunk offset of `next` (0 for the end of the list).
 ///
 /// # Safety
-/// `block` must be the address of a free, writable, 8-aligned block of at least 8 bytes.
+/// `block` is a free, writable, 4-aligned block of at least 4 bytes that the caller owns, and
+/// `next` is 0 or a block of the same chunk.
 #[inline(always)]
-unsafe fn set_link(block: usize, next: usize) {
+pub unsafe fn set_link(block: usize, next: usize) {
     // SAFETY: guaranteed by the caller.
-    unsafe { (block as *mut usize).write(next) }
+    unsafe { (block as *mut u32).write((next & LINK_MASK) as u32) }
 }
 
-/// Reads a block's link word.
+/// Reads a free block's link (see [`set_link`]): the next block's address, or 0.
 ///
 /// # Safety
-/// `block` must be the address of a block on a list this thread has taken.
+/// `block` is a block on a list this thread has taken (or owns).
 #[inline(always)]
 pub unsafe fn link_of(block: usize) -> usize {
     // SAFETY: guaranteed by the caller.
-    unsafe { (block as *const usize).read() }
+    let off = unsafe { (block as *const u32).read() } as usize;
+    if off == 0 {
+        0
+    } else {
+        (block & !LINK_MASK) | off
+    }
 }
 
 /// What [`free_remote`] did with the block.
@@ -52,76 +73,70 @@ pub unsafe fn link_of(block: usize) -> usize {
 pub enum Pushed {
     /// Pushed on the span's remote list.
     ToSpan,
-    /// Delivered to the delayed list of the owner whose address is given.
-    ToOwner(usize),
+    /// Pushed on the span's remote list, and the span delivered to the owner whose heap address
+    /// is given.
+    Delivered(usize),
 }
 
 /// Frees `block` from a thread that does not own its span.
 ///
-/// `owner` is the span's owner word (heap address, low bit a tag); `delayed_of(heap)` returns
-/// that heap's delayed word.
+/// `owner` is the span's owner word (heap address, low bits a tag); `deliver(heap)` pushes the
+/// span onto that heap's delayed list (with [`push_delayed`]).
 ///
 /// # Safety
 /// `block` is a block of the span, freed exactly once, that nothing else references; the span
-/// stays allocated until the block has been collected; `delayed_of` returns a word that stays
+/// stays allocated until the block has been collected; the heap named by the owner word stays
 /// valid while the span is NOTIFYING.
-pub unsafe fn free_remote<'a>(
+pub unsafe fn free_remote(
     remote: &AtomicUsize,
     owner: &AtomicUsize,
     block: usize,
-    delayed_of: impl Fn(usize) -> &'a AtomicUsize,
+    deliver: impl FnOnce(usize),
 ) -> Pushed {
     let mut old = remote.load(Ordering::Relaxed);
     loop {
-        if old & STATE_MASK == NOTIFY {
+        let state = old & STATE_MASK;
+        // SAFETY: the caller owns `block` until the CAS below publishes it; the list's blocks
+        // are in the span's chunk.
+        unsafe { set_link(block, old & !STATE_MASK) };
+        if state == NOTIFY {
+            // Push and claim the notification in one step. Acquire: the owner word written
+            // before the owner's `set_notify`.
             match remote.compare_exchange_weak(
                 old,
-                (old & !STATE_MASK) | NOTIFYING,
-                Ordering::Acquire,
+                block | NOTIFYING,
+                Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => break,
-                Err(cur) => {
-                    old = cur;
-                    continue;
-                }
+                Err(cur) => old = cur,
+            }
+        } else {
+            match remote.compare_exchange_weak(
+                old,
+                block | state,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Pushed::ToSpan,
+                Err(cur) => old = cur,
             }
         }
-        // SAFETY: the caller owns `block` until the CAS below publishes it.
-        unsafe { set_link(block, old & !STATE_MASK) };
-        match remote.compare_exchange_weak(
-            old,
-            block | (old & STATE_MASK),
-            Ordering::Release,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => return Pushed::ToSpan,
-            Err(cur) => old = cur,
-        }
     }
-    // We hold the notification: the owner cannot abandon the span until we reset the state,
-    // so its heap (and delayed word) stay valid.
+    // We hold the notification: the owner cannot abandon or release the span until we leave
+    // NOTIFYING, so its heap (and delayed word) stay valid.
     let heap = owner.load(Ordering::Acquire) & !STATE_MASK;
-    let delayed = delayed_of(heap);
-    let mut head = delayed.load(Ordering::Relaxed);
-    loop {
-        // SAFETY: we own `block` until the CAS publishes it.
-        unsafe { set_link(block, head) };
-        match delayed.compare_exchange_weak(head, block, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => break,
-            Err(cur) => head = cur,
-        }
-    }
+    deliver(heap);
     let mut old = remote.load(Ordering::Relaxed);
     loop {
         debug_assert_eq!(old & STATE_MASK, NOTIFYING);
         match remote.compare_exchange_weak(
             old,
-            old & !STATE_MASK,
+            (old & !STATE_MASK) | DELIVERED,
             Ordering::Release,
             Ordering::Relaxed,
         ) {
-            Ok(_) => return Pushed::ToOwner(heap),
+            Ok(_) => return Pushed::Delivered(heap),
             Err(cur) => old = cur,
         }
     }
@@ -147,28 +162,42 @@ pub fn take_remote(remote: &AtomicUsize) -> usize {
     }
 }
 
-/// Asks to be notified of the next remote free (owner only, when parking the span as full;
-/// the state must be NONE).
+/// Whether the remote list holds a block (a hint: frees may land right after).
 #[inline]
-pub fn set_notify(remote: &AtomicUsize) {
+pub fn has_remote(remote: &AtomicUsize) -> bool {
+    remote.load(Ordering::Acquire) & !STATE_MASK != 0
+}
+
+/// Asks to be notified of the next remote free (owner only, when parking the span as full, after
+/// [`quiesce`]). Returns false, and changes nothing, when the span is already on the owner's
+/// delayed list (DELIVERED): the owner will look at it when it takes that list.
+#[inline]
+pub fn set_notify(remote: &AtomicUsize) -> bool {
     let mut old = remote.load(Ordering::Relaxed);
     loop {
-        debug_assert_eq!(old & STATE_MASK, NONE);
+        match old & STATE_MASK {
+            NONE => {}
+            DELIVERED => return false,
+            s => {
+                debug_assert!(false, "set_notify in state {s}");
+                return false;
+            }
+        }
         match remote.compare_exchange_weak(
             old,
-            (old & !STATE_MASK) | NOTIFY,
+            old | NOTIFY,
             Ordering::Release,
             Ordering::Relaxed,
         ) {
-            Ok(_) => return,
+            Ok(_) => return true,
             Err(cur) => old = cur,
         }
     }
 }
 
 /// Withdraws a notification request that nobody claimed (owner only, when it takes the span back
-/// off its full list by itself). A claimed one (NOTIFYING) completes on its own: its block still
-/// arrives on the delayed list.
+/// off its full list by itself). A claimed one (NOTIFYING or DELIVERED) completes on its own:
+/// the span still arrives on the delayed list.
 #[inline]
 pub fn clear_notify(remote: &AtomicUsize) {
     let mut old = remote.load(Ordering::Relaxed);
@@ -185,14 +214,16 @@ pub fn clear_notify(remote: &AtomicUsize) {
     }
 }
 
-/// Brings the span to state NONE and waits out any delivery in progress (owner only, before it
-/// abandons the span). After this returns, no thread will deliver a block of this span to the
-/// owner's delayed list.
-pub fn quiesce(remote: &AtomicUsize) {
+/// Withdraws an unclaimed request and waits out a delivery in progress (owner only, before it
+/// parks, abandons or releases the span). Returns whether the span is on the owner's delayed
+/// list (DELIVERED); otherwise it is NONE. Either way, no thread will start a delivery of this
+/// span until the owner asks again.
+pub fn quiesce(remote: &AtomicUsize) -> bool {
     let mut old = remote.load(Ordering::Acquire);
     loop {
         match old & STATE_MASK {
-            NONE => return,
+            NONE => return false,
+            DELIVERED => return true,
             NOTIFY => {
                 match remote.compare_exchange_weak(
                     old,
@@ -200,7 +231,7 @@ pub fn quiesce(remote: &AtomicUsize) {
                     Ordering::Acquire,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return,
+                    Ok(_) => return false,
                     Err(cur) => old = cur,
                 }
             }
@@ -212,7 +243,37 @@ pub fn quiesce(remote: &AtomicUsize) {
     }
 }
 
-/// Takes the heap's whole delayed list (owner only). Returns its head, or 0.
+/// The owner took the span off its delayed list: DELIVERED -> NONE.
+pub fn take_delivered(remote: &AtomicUsize) {
+    let mut old = remote.load(Ordering::Acquire);
+    loop {
+        debug_assert_eq!(old & STATE_MASK, DELIVERED);
+        match remote.compare_exchange_weak(
+            old,
+            old & !STATE_MASK,
+            Ordering::Acquire,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return,
+            Err(cur) => old = cur,
+        }
+    }
+}
+
+/// Pushes `item` (a span's address) onto a delayed list; `link` is the item's own link word.
+pub fn push_delayed(delayed: &AtomicUsize, item: usize, link: &AtomicUsize) {
+    let mut head = delayed.load(Ordering::Relaxed);
+    loop {
+        link.store(head, Ordering::Relaxed);
+        match delayed.compare_exchange_weak(head, item, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(cur) => head = cur,
+        }
+    }
+}
+
+/// Takes the heap's whole delayed list (owner only). Returns its head, or 0; each item's link
+/// word (read with a relaxed load) names the next.
 #[inline]
 pub fn take_delayed(delayed: &AtomicUsize) -> usize {
     if delayed.load(Ordering::Relaxed) == 0 {

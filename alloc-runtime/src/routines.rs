@@ -13,7 +13,9 @@
 //! the global allocator (blocks from these routines are freed through it) and panics with
 //! the fix if it is not.
 //!
-//! Size class 1 (8 bytes) has no routine: every allocation under 16 bytes is tiny.
+//! Sizes under 16 bytes have routines of their own, `tiny_size1` to `tiny_size15`: 1 to 4
+//! bytes take a 4-byte block of the tiny class, 5 to 8 a block of size class 1, 9 to 15
+//! one of size class 2, which is where the generic path puts them too.
 //!
 //! ```
 //! #[global_allocator]
@@ -25,7 +27,7 @@
 //! unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 4]>()) };
 //! ```
 
-use crate::heap::{alloc_small_spec, alloc_small_zeroed_spec, alloc_tiny_spec};
+use crate::heap::{alloc_small_spec, alloc_tiny_spec};
 use crate::size_class::NUM_CLASSES;
 
 /// A size-specialised routine: allocates one block of its size.
@@ -34,1084 +36,1039 @@ pub type Routine = fn() -> *mut u8;
 /// Allocates one block of size class 2 (16 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc2() -> *mut u8 {
-    alloc_small_spec(2)
+    alloc_small_spec::<false>(2, 16)
 }
 
 /// Allocates one zeroed block of size class 2 (16 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc2() -> *mut u8 {
-    alloc_small_zeroed_spec(2, 16)
+    alloc_small_spec::<true>(2, 16)
 }
 
 /// Allocates one block of size class 3 (24 bytes, 8-byte aligned).
 #[inline(never)]
 pub fn small_sc3() -> *mut u8 {
-    alloc_small_spec(3)
+    alloc_small_spec::<false>(3, 24)
 }
 
 /// Allocates one zeroed block of size class 3 (24 bytes, 8-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc3() -> *mut u8 {
-    alloc_small_zeroed_spec(3, 24)
+    alloc_small_spec::<true>(3, 24)
 }
 
 /// Allocates one block of size class 4 (32 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc4() -> *mut u8 {
-    alloc_small_spec(4)
+    alloc_small_spec::<false>(4, 32)
 }
 
 /// Allocates one zeroed block of size class 4 (32 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc4() -> *mut u8 {
-    alloc_small_zeroed_spec(4, 32)
+    alloc_small_spec::<true>(4, 32)
 }
 
 /// Allocates one block of size class 5 (48 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc5() -> *mut u8 {
-    alloc_small_spec(5)
+    alloc_small_spec::<false>(5, 48)
 }
 
 /// Allocates one zeroed block of size class 5 (48 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc5() -> *mut u8 {
-    alloc_small_zeroed_spec(5, 48)
+    alloc_small_spec::<true>(5, 48)
 }
 
 /// Allocates one block of size class 6 (64 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc6() -> *mut u8 {
-    alloc_small_spec(6)
+    alloc_small_spec::<false>(6, 64)
 }
 
 /// Allocates one zeroed block of size class 6 (64 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc6() -> *mut u8 {
-    alloc_small_zeroed_spec(6, 64)
+    alloc_small_spec::<true>(6, 64)
 }
 
 /// Allocates one block of size class 7 (80 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc7() -> *mut u8 {
-    alloc_small_spec(7)
+    alloc_small_spec::<false>(7, 80)
 }
 
 /// Allocates one zeroed block of size class 7 (80 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc7() -> *mut u8 {
-    alloc_small_zeroed_spec(7, 80)
+    alloc_small_spec::<true>(7, 80)
 }
 
 /// Allocates one block of size class 8 (96 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc8() -> *mut u8 {
-    alloc_small_spec(8)
+    alloc_small_spec::<false>(8, 96)
 }
 
 /// Allocates one zeroed block of size class 8 (96 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc8() -> *mut u8 {
-    alloc_small_zeroed_spec(8, 96)
+    alloc_small_spec::<true>(8, 96)
 }
 
 /// Allocates one block of size class 9 (112 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc9() -> *mut u8 {
-    alloc_small_spec(9)
+    alloc_small_spec::<false>(9, 112)
 }
 
 /// Allocates one zeroed block of size class 9 (112 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc9() -> *mut u8 {
-    alloc_small_zeroed_spec(9, 112)
+    alloc_small_spec::<true>(9, 112)
 }
 
 /// Allocates one block of size class 10 (128 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc10() -> *mut u8 {
-    alloc_small_spec(10)
+    alloc_small_spec::<false>(10, 128)
 }
 
 /// Allocates one zeroed block of size class 10 (128 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc10() -> *mut u8 {
-    alloc_small_zeroed_spec(10, 128)
+    alloc_small_spec::<true>(10, 128)
 }
 
 /// Allocates one block of size class 11 (144 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc11() -> *mut u8 {
-    alloc_small_spec(11)
+    alloc_small_spec::<false>(11, 144)
 }
 
 /// Allocates one zeroed block of size class 11 (144 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc11() -> *mut u8 {
-    alloc_small_zeroed_spec(11, 144)
+    alloc_small_spec::<true>(11, 144)
 }
 
 /// Allocates one block of size class 12 (160 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc12() -> *mut u8 {
-    alloc_small_spec(12)
+    alloc_small_spec::<false>(12, 160)
 }
 
 /// Allocates one zeroed block of size class 12 (160 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc12() -> *mut u8 {
-    alloc_small_zeroed_spec(12, 160)
+    alloc_small_spec::<true>(12, 160)
 }
 
 /// Allocates one block of size class 13 (176 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc13() -> *mut u8 {
-    alloc_small_spec(13)
+    alloc_small_spec::<false>(13, 176)
 }
 
 /// Allocates one zeroed block of size class 13 (176 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc13() -> *mut u8 {
-    alloc_small_zeroed_spec(13, 176)
+    alloc_small_spec::<true>(13, 176)
 }
 
 /// Allocates one block of size class 14 (192 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc14() -> *mut u8 {
-    alloc_small_spec(14)
+    alloc_small_spec::<false>(14, 192)
 }
 
 /// Allocates one zeroed block of size class 14 (192 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc14() -> *mut u8 {
-    alloc_small_zeroed_spec(14, 192)
+    alloc_small_spec::<true>(14, 192)
 }
 
 /// Allocates one block of size class 15 (208 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc15() -> *mut u8 {
-    alloc_small_spec(15)
+    alloc_small_spec::<false>(15, 208)
 }
 
 /// Allocates one zeroed block of size class 15 (208 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc15() -> *mut u8 {
-    alloc_small_zeroed_spec(15, 208)
+    alloc_small_spec::<true>(15, 208)
 }
 
 /// Allocates one block of size class 16 (224 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc16() -> *mut u8 {
-    alloc_small_spec(16)
+    alloc_small_spec::<false>(16, 224)
 }
 
 /// Allocates one zeroed block of size class 16 (224 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc16() -> *mut u8 {
-    alloc_small_zeroed_spec(16, 224)
+    alloc_small_spec::<true>(16, 224)
 }
 
 /// Allocates one block of size class 17 (240 bytes, 16-byte aligned).
 #[inline(never)]
 pub fn small_sc17() -> *mut u8 {
-    alloc_small_spec(17)
+    alloc_small_spec::<false>(17, 240)
 }
 
 /// Allocates one zeroed block of size class 17 (240 bytes, 16-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc17() -> *mut u8 {
-    alloc_small_zeroed_spec(17, 240)
+    alloc_small_spec::<true>(17, 240)
 }
 
 /// Allocates one block of size class 18 (256 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc18() -> *mut u8 {
-    alloc_small_spec(18)
+    alloc_small_spec::<false>(18, 256)
 }
 
 /// Allocates one zeroed block of size class 18 (256 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc18() -> *mut u8 {
-    alloc_small_zeroed_spec(18, 256)
+    alloc_small_spec::<true>(18, 256)
 }
 
 /// Allocates one block of size class 19 (288 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc19() -> *mut u8 {
-    alloc_small_spec(19)
+    alloc_small_spec::<false>(19, 288)
 }
 
 /// Allocates one zeroed block of size class 19 (288 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc19() -> *mut u8 {
-    alloc_small_zeroed_spec(19, 288)
+    alloc_small_spec::<true>(19, 288)
 }
 
 /// Allocates one block of size class 20 (320 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc20() -> *mut u8 {
-    alloc_small_spec(20)
+    alloc_small_spec::<false>(20, 320)
 }
 
 /// Allocates one zeroed block of size class 20 (320 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc20() -> *mut u8 {
-    alloc_small_zeroed_spec(20, 320)
+    alloc_small_spec::<true>(20, 320)
 }
 
 /// Allocates one block of size class 21 (352 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc21() -> *mut u8 {
-    alloc_small_spec(21)
+    alloc_small_spec::<false>(21, 352)
 }
 
 /// Allocates one zeroed block of size class 21 (352 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc21() -> *mut u8 {
-    alloc_small_zeroed_spec(21, 352)
+    alloc_small_spec::<true>(21, 352)
 }
 
 /// Allocates one block of size class 22 (384 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc22() -> *mut u8 {
-    alloc_small_spec(22)
+    alloc_small_spec::<false>(22, 384)
 }
 
 /// Allocates one zeroed block of size class 22 (384 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc22() -> *mut u8 {
-    alloc_small_zeroed_spec(22, 384)
+    alloc_small_spec::<true>(22, 384)
 }
 
 /// Allocates one block of size class 23 (416 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc23() -> *mut u8 {
-    alloc_small_spec(23)
+    alloc_small_spec::<false>(23, 416)
 }
 
 /// Allocates one zeroed block of size class 23 (416 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc23() -> *mut u8 {
-    alloc_small_zeroed_spec(23, 416)
+    alloc_small_spec::<true>(23, 416)
 }
 
 /// Allocates one block of size class 24 (448 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc24() -> *mut u8 {
-    alloc_small_spec(24)
+    alloc_small_spec::<false>(24, 448)
 }
 
 /// Allocates one zeroed block of size class 24 (448 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc24() -> *mut u8 {
-    alloc_small_zeroed_spec(24, 448)
+    alloc_small_spec::<true>(24, 448)
 }
 
 /// Allocates one block of size class 25 (480 bytes, 32-byte aligned).
 #[inline(never)]
 pub fn small_sc25() -> *mut u8 {
-    alloc_small_spec(25)
+    alloc_small_spec::<false>(25, 480)
 }
 
 /// Allocates one zeroed block of size class 25 (480 bytes, 32-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc25() -> *mut u8 {
-    alloc_small_zeroed_spec(25, 480)
+    alloc_small_spec::<true>(25, 480)
 }
 
 /// Allocates one block of size class 26 (512 bytes, 512-byte aligned).
 #[inline(never)]
 pub fn small_sc26() -> *mut u8 {
-    alloc_small_spec(26)
+    alloc_small_spec::<false>(26, 512)
 }
 
 /// Allocates one zeroed block of size class 26 (512 bytes, 512-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc26() -> *mut u8 {
-    alloc_small_zeroed_spec(26, 512)
+    alloc_small_spec::<true>(26, 512)
 }
 
 /// Allocates one block of size class 27 (576 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc27() -> *mut u8 {
-    alloc_small_spec(27)
+    alloc_small_spec::<false>(27, 576)
 }
 
 /// Allocates one zeroed block of size class 27 (576 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc27() -> *mut u8 {
-    alloc_small_zeroed_spec(27, 576)
+    alloc_small_spec::<true>(27, 576)
 }
 
 /// Allocates one block of size class 28 (640 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc28() -> *mut u8 {
-    alloc_small_spec(28)
+    alloc_small_spec::<false>(28, 640)
 }
 
 /// Allocates one zeroed block of size class 28 (640 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc28() -> *mut u8 {
-    alloc_small_zeroed_spec(28, 640)
+    alloc_small_spec::<true>(28, 640)
 }
 
 /// Allocates one block of size class 29 (704 bytes, 64-byte aligned).
 #[inline(never)]
 pub fn small_sc29() -> *mut u8 {
-    alloc_small_spec(29)
+    alloc_small_spec::<false>(29, 704)
 }
 
 /// Allocates one zeroed block of size class 29 (704 bytes, 64-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc29() -> *mut u8 {
-    alloc_small_zeroed_spec(29, 704)
+    alloc_small_spec::<true>(29, 704)
 }
 
 /// Allocates one block of size class 30 (768 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc30() -> *mut u8 {
-    alloc_small_spec(30)
+    alloc_small_spec::<false>(30, 768)
 }
 
 /// Allocates one zeroed block of size class 30 (768 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc30() -> *mut u8 {
-    alloc_small_zeroed_spec(30, 768)
+    alloc_small_spec::<true>(30, 768)
 }
 
 /// Allocates one block of size class 31 (896 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc31() -> *mut u8 {
-    alloc_small_spec(31)
+    alloc_small_spec::<false>(31, 896)
 }
 
 /// Allocates one zeroed block of size class 31 (896 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc31() -> *mut u8 {
-    alloc_small_zeroed_spec(31, 896)
+    alloc_small_spec::<true>(31, 896)
 }
 
 /// Allocates one block of size class 32 (1024 bytes, 1024-byte aligned).
 #[inline(never)]
 pub fn small_sc32() -> *mut u8 {
-    alloc_small_spec(32)
+    alloc_small_spec::<false>(32, 1024)
 }
 
 /// Allocates one zeroed block of size class 32 (1024 bytes, 1024-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc32() -> *mut u8 {
-    alloc_small_zeroed_spec(32, 1024)
+    alloc_small_spec::<true>(32, 1024)
 }
 
 /// Allocates one block of size class 33 (1152 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc33() -> *mut u8 {
-    alloc_small_spec(33)
+    alloc_small_spec::<false>(33, 1152)
 }
 
 /// Allocates one zeroed block of size class 33 (1152 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc33() -> *mut u8 {
-    alloc_small_zeroed_spec(33, 1152)
+    alloc_small_spec::<true>(33, 1152)
 }
 
 /// Allocates one block of size class 34 (1280 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc34() -> *mut u8 {
-    alloc_small_spec(34)
+    alloc_small_spec::<false>(34, 1280)
 }
 
 /// Allocates one zeroed block of size class 34 (1280 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc34() -> *mut u8 {
-    alloc_small_zeroed_spec(34, 1280)
+    alloc_small_spec::<true>(34, 1280)
 }
 
 /// Allocates one block of size class 35 (1408 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc35() -> *mut u8 {
-    alloc_small_spec(35)
+    alloc_small_spec::<false>(35, 1408)
 }
 
 /// Allocates one zeroed block of size class 35 (1408 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc35() -> *mut u8 {
-    alloc_small_zeroed_spec(35, 1408)
+    alloc_small_spec::<true>(35, 1408)
 }
 
 /// Allocates one block of size class 36 (1536 bytes, 512-byte aligned).
 #[inline(never)]
 pub fn small_sc36() -> *mut u8 {
-    alloc_small_spec(36)
+    alloc_small_spec::<false>(36, 1536)
 }
 
 /// Allocates one zeroed block of size class 36 (1536 bytes, 512-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc36() -> *mut u8 {
-    alloc_small_zeroed_spec(36, 1536)
+    alloc_small_spec::<true>(36, 1536)
 }
 
 /// Allocates one block of size class 37 (1792 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc37() -> *mut u8 {
-    alloc_small_spec(37)
+    alloc_small_spec::<false>(37, 1792)
 }
 
 /// Allocates one zeroed block of size class 37 (1792 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc37() -> *mut u8 {
-    alloc_small_zeroed_spec(37, 1792)
+    alloc_small_spec::<true>(37, 1792)
 }
 
 /// Allocates one block of size class 38 (2048 bytes, 2048-byte aligned).
 #[inline(never)]
 pub fn small_sc38() -> *mut u8 {
-    alloc_small_spec(38)
+    alloc_small_spec::<false>(38, 2048)
 }
 
 /// Allocates one zeroed block of size class 38 (2048 bytes, 2048-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc38() -> *mut u8 {
-    alloc_small_zeroed_spec(38, 2048)
+    alloc_small_spec::<true>(38, 2048)
 }
 
 /// Allocates one block of size class 39 (2304 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc39() -> *mut u8 {
-    alloc_small_spec(39)
+    alloc_small_spec::<false>(39, 2304)
 }
 
 /// Allocates one zeroed block of size class 39 (2304 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc39() -> *mut u8 {
-    alloc_small_zeroed_spec(39, 2304)
+    alloc_small_spec::<true>(39, 2304)
 }
 
 /// Allocates one block of size class 40 (2688 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc40() -> *mut u8 {
-    alloc_small_spec(40)
+    alloc_small_spec::<false>(40, 2688)
 }
 
 /// Allocates one zeroed block of size class 40 (2688 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc40() -> *mut u8 {
-    alloc_small_zeroed_spec(40, 2688)
+    alloc_small_spec::<true>(40, 2688)
 }
 
 /// Allocates one block of size class 41 (3072 bytes, 1024-byte aligned).
 #[inline(never)]
 pub fn small_sc41() -> *mut u8 {
-    alloc_small_spec(41)
+    alloc_small_spec::<false>(41, 3072)
 }
 
 /// Allocates one zeroed block of size class 41 (3072 bytes, 1024-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc41() -> *mut u8 {
-    alloc_small_zeroed_spec(41, 3072)
+    alloc_small_spec::<true>(41, 3072)
 }
 
 /// Allocates one block of size class 42 (3200 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc42() -> *mut u8 {
-    alloc_small_spec(42)
+    alloc_small_spec::<false>(42, 3200)
 }
 
 /// Allocates one zeroed block of size class 42 (3200 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc42() -> *mut u8 {
-    alloc_small_zeroed_spec(42, 3200)
+    alloc_small_spec::<true>(42, 3200)
 }
 
 /// Allocates one block of size class 43 (3456 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc43() -> *mut u8 {
-    alloc_small_spec(43)
+    alloc_small_spec::<false>(43, 3456)
 }
 
 /// Allocates one zeroed block of size class 43 (3456 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc43() -> *mut u8 {
-    alloc_small_zeroed_spec(43, 3456)
+    alloc_small_spec::<true>(43, 3456)
 }
 
 /// Allocates one block of size class 44 (4096 bytes, 4096-byte aligned).
 #[inline(never)]
 pub fn small_sc44() -> *mut u8 {
-    alloc_small_spec(44)
+    alloc_small_spec::<false>(44, 4096)
 }
 
 /// Allocates one zeroed block of size class 44 (4096 bytes, 4096-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc44() -> *mut u8 {
-    alloc_small_zeroed_spec(44, 4096)
+    alloc_small_spec::<true>(44, 4096)
 }
 
 /// Allocates one block of size class 45 (4864 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc45() -> *mut u8 {
-    alloc_small_spec(45)
+    alloc_small_spec::<false>(45, 4864)
 }
 
 /// Allocates one zeroed block of size class 45 (4864 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc45() -> *mut u8 {
-    alloc_small_zeroed_spec(45, 4864)
+    alloc_small_spec::<true>(45, 4864)
 }
 
 /// Allocates one block of size class 46 (5376 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc46() -> *mut u8 {
-    alloc_small_spec(46)
+    alloc_small_spec::<false>(46, 5376)
 }
 
 /// Allocates one zeroed block of size class 46 (5376 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc46() -> *mut u8 {
-    alloc_small_zeroed_spec(46, 5376)
+    alloc_small_spec::<true>(46, 5376)
 }
 
 /// Allocates one block of size class 47 (6144 bytes, 2048-byte aligned).
 #[inline(never)]
 pub fn small_sc47() -> *mut u8 {
-    alloc_small_spec(47)
+    alloc_small_spec::<false>(47, 6144)
 }
 
 /// Allocates one zeroed block of size class 47 (6144 bytes, 2048-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc47() -> *mut u8 {
-    alloc_small_zeroed_spec(47, 6144)
+    alloc_small_spec::<true>(47, 6144)
 }
 
 /// Allocates one block of size class 48 (6528 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc48() -> *mut u8 {
-    alloc_small_spec(48)
+    alloc_small_spec::<false>(48, 6528)
 }
 
 /// Allocates one zeroed block of size class 48 (6528 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc48() -> *mut u8 {
-    alloc_small_zeroed_spec(48, 6528)
+    alloc_small_spec::<true>(48, 6528)
 }
 
 /// Allocates one block of size class 49 (6784 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc49() -> *mut u8 {
-    alloc_small_spec(49)
+    alloc_small_spec::<false>(49, 6784)
 }
 
 /// Allocates one zeroed block of size class 49 (6784 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc49() -> *mut u8 {
-    alloc_small_zeroed_spec(49, 6784)
+    alloc_small_spec::<true>(49, 6784)
 }
 
 /// Allocates one block of size class 50 (6912 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc50() -> *mut u8 {
-    alloc_small_spec(50)
+    alloc_small_spec::<false>(50, 6912)
 }
 
 /// Allocates one zeroed block of size class 50 (6912 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc50() -> *mut u8 {
-    alloc_small_zeroed_spec(50, 6912)
+    alloc_small_spec::<true>(50, 6912)
 }
 
 /// Allocates one block of size class 51 (8192 bytes, 8192-byte aligned).
 #[inline(never)]
 pub fn small_sc51() -> *mut u8 {
-    alloc_small_spec(51)
+    alloc_small_spec::<false>(51, 8192)
 }
 
 /// Allocates one zeroed block of size class 51 (8192 bytes, 8192-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc51() -> *mut u8 {
-    alloc_small_zeroed_spec(51, 8192)
+    alloc_small_spec::<true>(51, 8192)
 }
 
 /// Allocates one block of size class 52 (9472 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc52() -> *mut u8 {
-    alloc_small_spec(52)
+    alloc_small_spec::<false>(52, 9472)
 }
 
 /// Allocates one zeroed block of size class 52 (9472 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc52() -> *mut u8 {
-    alloc_small_zeroed_spec(52, 9472)
+    alloc_small_spec::<true>(52, 9472)
 }
 
 /// Allocates one block of size class 53 (9728 bytes, 512-byte aligned).
 #[inline(never)]
 pub fn small_sc53() -> *mut u8 {
-    alloc_small_spec(53)
+    alloc_small_spec::<false>(53, 9728)
 }
 
 /// Allocates one zeroed block of size class 53 (9728 bytes, 512-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc53() -> *mut u8 {
-    alloc_small_zeroed_spec(53, 9728)
+    alloc_small_spec::<true>(53, 9728)
 }
 
 /// Allocates one block of size class 54 (10240 bytes, 2048-byte aligned).
 #[inline(never)]
 pub fn small_sc54() -> *mut u8 {
-    alloc_small_spec(54)
+    alloc_small_spec::<false>(54, 10240)
 }
 
 /// Allocates one zeroed block of size class 54 (10240 bytes, 2048-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc54() -> *mut u8 {
-    alloc_small_zeroed_spec(54, 10240)
+    alloc_small_spec::<true>(54, 10240)
 }
 
 /// Allocates one block of size class 55 (10880 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc55() -> *mut u8 {
-    alloc_small_spec(55)
+    alloc_small_spec::<false>(55, 10880)
 }
 
 /// Allocates one zeroed block of size class 55 (10880 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc55() -> *mut u8 {
-    alloc_small_zeroed_spec(55, 10880)
+    alloc_small_spec::<true>(55, 10880)
 }
 
 /// Allocates one block of size class 56 (12288 bytes, 4096-byte aligned).
 #[inline(never)]
 pub fn small_sc56() -> *mut u8 {
-    alloc_small_spec(56)
+    alloc_small_spec::<false>(56, 12288)
 }
 
 /// Allocates one zeroed block of size class 56 (12288 bytes, 4096-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc56() -> *mut u8 {
-    alloc_small_zeroed_spec(56, 12288)
+    alloc_small_spec::<true>(56, 12288)
 }
 
 /// Allocates one block of size class 57 (13568 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc57() -> *mut u8 {
-    alloc_small_spec(57)
+    alloc_small_spec::<false>(57, 13568)
 }
 
 /// Allocates one zeroed block of size class 57 (13568 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc57() -> *mut u8 {
-    alloc_small_zeroed_spec(57, 13568)
+    alloc_small_spec::<true>(57, 13568)
 }
 
 /// Allocates one block of size class 58 (14336 bytes, 2048-byte aligned).
 #[inline(never)]
 pub fn small_sc58() -> *mut u8 {
-    alloc_small_spec(58)
+    alloc_small_spec::<false>(58, 14336)
 }
 
 /// Allocates one zeroed block of size class 58 (14336 bytes, 2048-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc58() -> *mut u8 {
-    alloc_small_zeroed_spec(58, 14336)
+    alloc_small_spec::<true>(58, 14336)
 }
 
 /// Allocates one block of size class 59 (16384 bytes, 8192-byte aligned).
 #[inline(never)]
 pub fn small_sc59() -> *mut u8 {
-    alloc_small_spec(59)
+    alloc_small_spec::<false>(59, 16384)
 }
 
 /// Allocates one zeroed block of size class 59 (16384 bytes, 8192-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc59() -> *mut u8 {
-    alloc_small_zeroed_spec(59, 16384)
+    alloc_small_spec::<true>(59, 16384)
 }
 
 /// Allocates one block of size class 60 (18432 bytes, 2048-byte aligned).
 #[inline(never)]
 pub fn small_sc60() -> *mut u8 {
-    alloc_small_spec(60)
+    alloc_small_spec::<false>(60, 18432)
 }
 
 /// Allocates one zeroed block of size class 60 (18432 bytes, 2048-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc60() -> *mut u8 {
-    alloc_small_zeroed_spec(60, 18432)
+    alloc_small_spec::<true>(60, 18432)
 }
 
 /// Allocates one block of size class 61 (19072 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc61() -> *mut u8 {
-    alloc_small_spec(61)
+    alloc_small_spec::<false>(61, 19072)
 }
 
 /// Allocates one zeroed block of size class 61 (19072 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc61() -> *mut u8 {
-    alloc_small_zeroed_spec(61, 19072)
+    alloc_small_spec::<true>(61, 19072)
 }
 
 /// Allocates one block of size class 62 (20480 bytes, 4096-byte aligned).
 #[inline(never)]
 pub fn small_sc62() -> *mut u8 {
-    alloc_small_spec(62)
+    alloc_small_spec::<false>(62, 20480)
 }
 
 /// Allocates one zeroed block of size class 62 (20480 bytes, 4096-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc62() -> *mut u8 {
-    alloc_small_zeroed_spec(62, 20480)
+    alloc_small_spec::<true>(62, 20480)
 }
 
 /// Allocates one block of size class 63 (21760 bytes, 256-byte aligned).
 #[inline(never)]
 pub fn small_sc63() -> *mut u8 {
-    alloc_small_spec(63)
+    alloc_small_spec::<false>(63, 21760)
 }
 
 /// Allocates one zeroed block of size class 63 (21760 bytes, 256-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc63() -> *mut u8 {
-    alloc_small_zeroed_spec(63, 21760)
+    alloc_small_spec::<true>(63, 21760)
 }
 
 /// Allocates one block of size class 64 (24576 bytes, 8192-byte aligned).
 #[inline(never)]
 pub fn small_sc64() -> *mut u8 {
-    alloc_small_spec(64)
+    alloc_small_spec::<false>(64, 24576)
 }
 
 /// Allocates one zeroed block of size class 64 (24576 bytes, 8192-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc64() -> *mut u8 {
-    alloc_small_zeroed_spec(64, 24576)
+    alloc_small_spec::<true>(64, 24576)
 }
 
 /// Allocates one block of size class 65 (27264 bytes, 128-byte aligned).
 #[inline(never)]
 pub fn small_sc65() -> *mut u8 {
-    alloc_small_spec(65)
+    alloc_small_spec::<false>(65, 27264)
 }
 
 /// Allocates one zeroed block of size class 65 (27264 bytes, 128-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc65() -> *mut u8 {
-    alloc_small_zeroed_spec(65, 27264)
+    alloc_small_spec::<true>(65, 27264)
 }
 
 /// Allocates one block of size class 66 (28672 bytes, 4096-byte aligned).
 #[inline(never)]
 pub fn small_sc66() -> *mut u8 {
-    alloc_small_spec(66)
+    alloc_small_spec::<false>(66, 28672)
 }
 
 /// Allocates one zeroed block of size class 66 (28672 bytes, 4096-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc66() -> *mut u8 {
-    alloc_small_zeroed_spec(66, 28672)
+    alloc_small_spec::<true>(66, 28672)
 }
 
 /// Allocates one block of size class 67 (32768 bytes, 8192-byte aligned).
 #[inline(never)]
 pub fn small_sc67() -> *mut u8 {
-    alloc_small_spec(67)
+    alloc_small_spec::<false>(67, 32768)
 }
 
 /// Allocates one zeroed block of size class 67 (32768 bytes, 8192-byte aligned);
 /// memory known to be zero is not cleared again.
 #[inline(never)]
 pub fn small_zeroed_sc67() -> *mut u8 {
-    alloc_small_zeroed_spec(67, 32768)
+    alloc_small_spec::<true>(67, 32768)
 }
 
-/// Allocates a 1-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 1-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_size1() -> *mut u8 {
-    alloc_tiny_spec(1, 1)
+    alloc_tiny_spec::<false>()
 }
 
-/// Allocates a zeroed 1-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 1-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_zeroed_size1() -> *mut u8 {
-    alloc_tiny_spec(1, 1)
+    alloc_tiny_spec::<true>()
 }
 
-/// Allocates a 2-byte tiny object (2-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 2-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_size2() -> *mut u8 {
-    alloc_tiny_spec(2, 2)
+    alloc_tiny_spec::<false>()
 }
 
-/// Allocates a zeroed 2-byte tiny object (2-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 2-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_zeroed_size2() -> *mut u8 {
-    alloc_tiny_spec(2, 2)
+    alloc_tiny_spec::<true>()
 }
 
-/// Allocates a 3-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 3-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_size3() -> *mut u8 {
-    alloc_tiny_spec(3, 1)
+    alloc_tiny_spec::<false>()
 }
 
-/// Allocates a zeroed 3-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 3-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_zeroed_size3() -> *mut u8 {
-    alloc_tiny_spec(3, 1)
+    alloc_tiny_spec::<true>()
 }
 
-/// Allocates a 4-byte tiny object (4-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 4-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_size4() -> *mut u8 {
-    alloc_tiny_spec(4, 4)
+    alloc_tiny_spec::<false>()
 }
 
-/// Allocates a zeroed 4-byte tiny object (4-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 4-byte object (4-byte aligned): a 4-byte block of the tiny class.
 #[inline(never)]
 pub fn tiny_zeroed_size4() -> *mut u8 {
-    alloc_tiny_spec(4, 4)
+    alloc_tiny_spec::<true>()
 }
 
-/// Allocates a 5-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 5-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_size5() -> *mut u8 {
-    alloc_tiny_spec(5, 1)
+    alloc_small_spec::<false>(1, 5)
 }
 
-/// Allocates a zeroed 5-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 5-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size5() -> *mut u8 {
-    alloc_tiny_spec(5, 1)
+    alloc_small_spec::<true>(1, 5)
 }
 
-/// Allocates a 6-byte tiny object (2-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 6-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_size6() -> *mut u8 {
-    alloc_tiny_spec(6, 2)
+    alloc_small_spec::<false>(1, 6)
 }
 
-/// Allocates a zeroed 6-byte tiny object (2-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 6-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size6() -> *mut u8 {
-    alloc_tiny_spec(6, 2)
+    alloc_small_spec::<true>(1, 6)
 }
 
-/// Allocates a 7-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 7-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_size7() -> *mut u8 {
-    alloc_tiny_spec(7, 1)
+    alloc_small_spec::<false>(1, 7)
 }
 
-/// Allocates a zeroed 7-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 7-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size7() -> *mut u8 {
-    alloc_tiny_spec(7, 1)
+    alloc_small_spec::<true>(1, 7)
 }
 
-/// Allocates a 8-byte tiny object (8-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 8-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_size8() -> *mut u8 {
-    alloc_tiny_spec(8, 8)
+    alloc_small_spec::<false>(1, 8)
 }
 
-/// Allocates a zeroed 8-byte tiny object (8-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 8-byte object (8-byte aligned): a block of size class 1 (8 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size8() -> *mut u8 {
-    alloc_tiny_spec(8, 8)
+    alloc_small_spec::<true>(1, 8)
 }
 
-/// Allocates a 9-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 9-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size9() -> *mut u8 {
-    alloc_tiny_spec(9, 1)
+    alloc_small_spec::<false>(2, 9)
 }
 
-/// Allocates a zeroed 9-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 9-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size9() -> *mut u8 {
-    alloc_tiny_spec(9, 1)
+    alloc_small_spec::<true>(2, 9)
 }
 
-/// Allocates a 10-byte tiny object (2-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 10-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size10() -> *mut u8 {
-    alloc_tiny_spec(10, 2)
+    alloc_small_spec::<false>(2, 10)
 }
 
-/// Allocates a zeroed 10-byte tiny object (2-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 10-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size10() -> *mut u8 {
-    alloc_tiny_spec(10, 2)
+    alloc_small_spec::<true>(2, 10)
 }
 
-/// Allocates a 11-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 11-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size11() -> *mut u8 {
-    alloc_tiny_spec(11, 1)
+    alloc_small_spec::<false>(2, 11)
 }
 
-/// Allocates a zeroed 11-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 11-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size11() -> *mut u8 {
-    alloc_tiny_spec(11, 1)
+    alloc_small_spec::<true>(2, 11)
 }
 
-/// Allocates a 12-byte tiny object (4-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 12-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size12() -> *mut u8 {
-    alloc_tiny_spec(12, 4)
+    alloc_small_spec::<false>(2, 12)
 }
 
-/// Allocates a zeroed 12-byte tiny object (4-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 12-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size12() -> *mut u8 {
-    alloc_tiny_spec(12, 4)
+    alloc_small_spec::<true>(2, 12)
 }
 
-/// Allocates a 13-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 13-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size13() -> *mut u8 {
-    alloc_tiny_spec(13, 1)
+    alloc_small_spec::<false>(2, 13)
 }
 
-/// Allocates a zeroed 13-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 13-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size13() -> *mut u8 {
-    alloc_tiny_spec(13, 1)
+    alloc_small_spec::<true>(2, 13)
 }
 
-/// Allocates a 14-byte tiny object (2-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 14-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size14() -> *mut u8 {
-    alloc_tiny_spec(14, 2)
+    alloc_small_spec::<false>(2, 14)
 }
 
-/// Allocates a zeroed 14-byte tiny object (2-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 14-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size14() -> *mut u8 {
-    alloc_tiny_spec(14, 2)
+    alloc_small_spec::<true>(2, 14)
 }
 
-/// Allocates a 15-byte tiny object (1-byte aligned) from the thread's current
-/// 16-byte tiny block.
+/// Allocates a 15-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_size15() -> *mut u8 {
-    alloc_tiny_spec(15, 1)
+    alloc_small_spec::<false>(2, 15)
 }
 
-/// Allocates a zeroed 15-byte tiny object (1-byte aligned). Tiny blocks are cleared
-/// when taken and never reused piecemeal, so this is the plain routine's code under its
-/// own name.
+/// Allocates a zeroed 15-byte object (16-byte aligned): a block of size class 2 (16 bytes).
 #[inline(never)]
 pub fn tiny_zeroed_size15() -> *mut u8 {
-    alloc_tiny_spec(15, 1)
+    alloc_small_spec::<true>(2, 15)
 }
 
 /// The plain routine of each size class (`None` where there is none).
@@ -1299,4 +1256,4 @@ pub const TINY_ZEROED: [Option<Routine>; 16] = [
 ];
 
 /// The alignment a tiny routine gives, by size (index 0 unused).
-pub const TINY_ALIGN: [usize; 16] = [0, 1, 2, 1, 4, 1, 2, 1, 8, 1, 2, 1, 4, 1, 2, 1];
+pub const TINY_ALIGN: [usize; 16] = [0, 4, 4, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16];

@@ -157,6 +157,50 @@ pub const fn class_of(size: usize, align: usize) -> usize {
     0
 }
 
+/// The largest object of the tiny class, whose blocks are 4 bytes.
+pub const TINY_MAX: usize = 4;
+
+/// Which path serves an allocation of a given size and alignment. This is the one place that
+/// decides it: the `GlobalAlloc` entry points, the size-specialised entry points, the checked
+/// mode, [`crate::usable_size`] and the facade's site report all ask [`route`].
+///
+/// ```
+/// use specalloc_runtime::size_class::{route, Route};
+/// assert_eq!(route(3, 1), Route::Tiny);
+/// assert_eq!(route(3, 8), Route::Small(1)); // over-aligned for a 4-byte block
+/// assert_eq!(route(12, 4), Route::Small(2));
+/// assert_eq!(route(24, 8), Route::Small(3));
+/// assert_eq!(route(1 << 20, 8), Route::Large);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Route {
+    /// The tiny class: a 4-byte block, for 1 to [`TINY_MAX`] bytes aligned to at most 4.
+    Tiny,
+    /// A size class of Go's table (its index).
+    Small(usize),
+    /// A large object: a page run of the page heap, or a mapping of its own.
+    Large,
+}
+
+/// Whether `size` bytes at alignment `align` are served by the tiny class (one comparison:
+/// `size - 1 < 4` and `align - 1 < 4` together).
+#[inline(always)]
+pub const fn is_tiny(size: usize, align: usize) -> bool {
+    (size.wrapping_sub(1) | align.wrapping_sub(1)) < TINY_MAX
+}
+
+/// The path serving `size` bytes at alignment `align` (see [`Route`]). Usable in constants.
+#[inline]
+pub const fn route(size: usize, align: usize) -> Route {
+    if is_tiny(size, align) {
+        return Route::Tiny;
+    }
+    match class_of(size, align) {
+        0 => Route::Large,
+        c => Route::Small(c),
+    }
+}
+
 /// Run-time size → class for `size <= MAX_SMALL_SIZE` and `align <= 16` (the common case):
 /// two table loads, no search. Returns the same class as [`class_of`].
 #[inline(always)]

@@ -9,23 +9,24 @@
 //! as all-zero bytes from the OS: every field's zero is its "unused" value.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use crate::size_class::{class_pages, class_size, NUM_CLASSES, PAGE_SIZE};
+use crate::size_class::{class_pages, class_size, NUM_CLASSES};
 
-/// Span class of the tiny allocator's 16-byte blocks (after Go's 67 classes).
+/// Span class of the tiny allocator: 4-byte blocks for objects of 1 to 4 bytes (after Go's 67
+/// classes). Its blocks link through 4-byte chunk offsets instead of pointers (see
+/// [`Span::push_local`]); every other class links through pointers.
 pub(crate) const TINY_CLASS: usize = NUM_CLASSES;
 /// Span classes: Go's classes (index 0 unused) and the tiny class.
 pub(crate) const SPAN_CLASSES: usize = NUM_CLASSES + 1;
-/// Bytes at the start of a tiny span that hold its blocks' live counts (see `heap.rs`), so no
-/// block starts there: 104 of the page's 512 slots.
-pub(crate) const TINY_HEADER: usize = 128 + 3 * (PAGE_SIZE / 16);
+/// Bytes per block of the tiny class.
+pub(crate) const TINY_SIZE: usize = 4;
 
 /// Block size of a span class.
 #[inline(always)]
 pub(crate) const fn span_block_size(class: usize) -> usize {
     if class == TINY_CLASS {
-        16
+        TINY_SIZE
     } else {
         class_size(class)
     }
@@ -41,14 +42,15 @@ pub(crate) const fn span_pages(class: usize) -> usize {
     }
 }
 
-/// Offset of the first block in a span of a span class.
+/// Reads a narrow link (a tiny block's first four bytes): the chunk offset of the next block,
+/// turned back into its address, or null.
+///
+/// # Safety
+/// `b` is a free tiny block the caller owns.
 #[inline(always)]
-pub(crate) const fn span_first(class: usize) -> usize {
-    if class == TINY_CLASS {
-        TINY_HEADER
-    } else {
-        0
-    }
+pub(crate) unsafe fn narrow_next(b: *mut Block) -> *mut Block {
+    // SAFETY: guaranteed by the caller; the link is the same encoding as a remote list's.
+    unsafe { crate::remote::link_of(b as usize) as *mut Block }
 }
 
 /// A free block: its first word links to the next free block.
@@ -78,6 +80,9 @@ pub(crate) enum ListTag {
     Full = 3,
     /// In the central pool of its class, owned by nobody.
     Central = 4,
+    /// Empty and off every list, but still on its owner's delayed list: it goes back to the
+    /// page heap when the owner takes it off that list.
+    Releasing = 5,
 }
 
 /// Owner-word tag: the span is on its owner's full list, so a local free must take the slow path
@@ -120,8 +125,8 @@ pub(crate) struct Span {
     pub(crate) state: AtomicU8,
     /// Requested bytes of a large object.
     pub(crate) large_size: Cell<usize>,
-    /// Threads inside a remote tiny free of this span (see `heap::free_tiny_remote`).
-    pub(crate) tiny_inflight: AtomicU32,
+    /// Link of the owner's delayed list while the span is on it (see [`crate::remote`]).
+    pub(crate) delayed_next: AtomicUsize,
 }
 
 impl Span {
@@ -144,7 +149,7 @@ impl Span {
             npages: Cell::new(0),
             state: AtomicU8::new(STATE_FREE),
             large_size: Cell::new(0),
-            tiny_inflight: AtomicU32::new(0),
+            delayed_next: AtomicUsize::new(0),
         }
     }
 
@@ -156,6 +161,7 @@ impl Span {
             2 => ListTag::Partial,
             3 => ListTag::Full,
             4 => ListTag::Central,
+            5 => ListTag::Releasing,
             _ => ListTag::None,
         }
     }
@@ -172,16 +178,73 @@ impl Span {
         !self.free.get().is_null() || self.bump.get() < self.end.get()
     }
 
-    /// Pushes `b` on the local free list (the caller owns the span).
+    /// Whether the span's blocks link through narrow (4-byte) links: the tiny class.
+    #[inline(always)]
+    pub(crate) fn is_narrow(&self) -> bool {
+        self.class.get() as usize == TINY_CLASS
+    }
+
+    /// Pushes `b` on the local free list of a span of any class (the caller owns the span).
     ///
     /// # Safety
     /// `b` must be a block of this span that is not on any list, and the caller must own the span.
     #[inline(always)]
     pub(crate) unsafe fn push_local(&self, b: *mut Block) {
+        if self.is_narrow() {
+            // SAFETY: forwarded.
+            unsafe { self.push_narrow(b) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { self.push_wide(b) }
+        }
+    }
+
+    /// [`Span::push_local`] for a class of 8 bytes or more: the link is a pointer.
+    ///
+    /// # Safety
+    /// As for [`Span::push_local`], and the span is not of the tiny class.
+    #[inline(always)]
+    pub(crate) unsafe fn push_wide(&self, b: *mut Block) {
         // SAFETY: the caller guarantees `b` is a free block of this span, at least 8 bytes.
         unsafe { (*b).next = self.free.get() };
         self.free.set(b);
         self.free_zero.set(false);
+    }
+
+    /// [`Span::push_local`] for the tiny class: the link is the next block's chunk offset.
+    ///
+    /// # Safety
+    /// As for [`Span::push_local`], and the span is of the tiny class.
+    #[inline(always)]
+    pub(crate) unsafe fn push_narrow(&self, b: *mut Block) {
+        // SAFETY: the caller guarantees `b` is a free 4-byte block of this span; the list's
+        // blocks are in the same chunk.
+        unsafe { crate::remote::set_link(b as usize, self.free.get() as usize) };
+        self.free.set(b);
+        self.free_zero.set(false);
+    }
+
+    /// Pops a block off the local free list, of a span of any class (slow paths; the fast paths
+    /// inline their class's half). Returns null when the list is empty.
+    ///
+    /// # Safety
+    /// The caller owns the span.
+    #[inline]
+    pub(crate) unsafe fn pop_local(&self) -> *mut Block {
+        let b = self.free.get();
+        if b.is_null() {
+            return b;
+        }
+        // SAFETY: `b` heads our free list, so it is a free block of this span.
+        let next = unsafe {
+            if self.is_narrow() {
+                narrow_next(b)
+            } else {
+                (*b).next
+            }
+        };
+        self.free.set(next);
+        b
     }
 
     /// Links up to a page's worth of never-used blocks onto the (empty) free list.
@@ -200,17 +263,23 @@ impl Span {
         // At least one block, otherwise as many as fit in 4 KiB, so fresh pages are touched
         // only as they are needed.
         let n = core::cmp::max(1, 4096 / size).min((end as usize - bump as usize) / size);
+        let narrow = self.is_narrow();
         let mut p = bump;
         for i in 0..n {
             // SAFETY: `p` stays within [bump, end), which belongs to this span and holds no live
-            // block; each block is at least 8 bytes and 8-aligned.
+            // block; each block is at least 4 bytes (8 for wide links) and aligned for its link.
             unsafe {
                 let nextp = p.add(size);
-                (*(p as *mut Block)).next = if i + 1 == n {
+                let next = if i + 1 == n {
                     core::ptr::null_mut()
                 } else {
-                    nextp as *mut Block
+                    nextp
                 };
+                if narrow {
+                    crate::remote::set_link(p as usize, next as usize);
+                } else {
+                    (*(p as *mut Block)).next = next.cast();
+                }
                 p = nextp;
             }
         }

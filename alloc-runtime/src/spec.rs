@@ -4,7 +4,9 @@
 //! tiny/small/large, in debug and release builds, for concrete and generic `T` alike.
 //!
 //! - Zero-sized types allocate nothing.
-//! - Sizes of 1 to 15 bytes go to the tiny routines, 16 B to 32 KiB to the size-class routines.
+//! - Sizes of 1 to 15 bytes go to the `tiny_size` routines (1 to 4 bytes take the tiny class's
+//!   4-byte blocks, 5 to 15 the 8- and 16-byte classes), 16 B to 32 KiB to the size-class
+//!   routines.
 //! - Larger or over-aligned types go to the global allocator's generic path, which honours any
 //!   alignment.
 //! - Vectors get the whole capacity of their size class (a `Vec<u32>` asked for 5 elements gets
@@ -35,7 +37,7 @@ use core::marker::PhantomData;
 use core::mem::{align_of, size_of, MaybeUninit};
 
 use crate::routines::{Routine, SMALL, SMALL_ZEROED, TINY, TINY_ALIGN, TINY_ZEROED};
-use crate::size_class::{class_of, class_size};
+use crate::size_class::{class_of, class_size, route, Route};
 
 /// Whether the opt-out switch (`no-size-specialized`) is on in this build.
 pub const SIZE_SPECIALIZED: bool = !cfg!(feature = "no-size-specialized");
@@ -51,26 +53,28 @@ pub const SIZE_SPECIALIZED: bool = !cfg!(feature = "no-size-specialized");
 /// assert!(routine(1 << 20, 8, false).is_none());
 /// ```
 pub const fn routine(size: usize, align: usize, zeroed: bool) -> Option<Routine> {
-    if size == 0 {
-        return None;
-    }
-    if size < 16 {
-        // Every allocation under 16 bytes is tiny (and so is its free): only the tiny routine,
-        // at its own alignment, can serve it.
-        if align <= TINY_ALIGN[size] {
+    let class = match route(size, align) {
+        Route::Large => return None,
+        _ if size == 0 => return None,
+        // Under 16 bytes the routine of the exact size serves the layout when its block is
+        // aligned enough: it takes the block from the same class the generic path would.
+        _ if size < 16 => {
+            if align > TINY_ALIGN[size] {
+                return None;
+            }
             return if zeroed {
                 TINY_ZEROED[size]
             } else {
                 TINY[size]
             };
         }
-        return None;
-    }
-    let c = class_of(size, align);
+        Route::Tiny => return None,
+        Route::Small(c) => c,
+    };
     if zeroed {
-        SMALL_ZEROED[c]
+        SMALL_ZEROED[class]
     } else {
-        SMALL[c]
+        SMALL[class]
     }
 }
 

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::heap;
 use crate::size_class::{class_size, NUM_CLASSES};
-use crate::span::{SPAN_CLASSES, TINY_CLASS};
+use crate::span::{SPAN_CLASSES, TINY_CLASS, TINY_SIZE};
 
 /// Spans in use per class.
 pub(crate) static SPANS: [AtomicUsize; SPAN_CLASSES] =
@@ -17,8 +17,6 @@ pub(crate) static SPANS: [AtomicUsize; SPAN_CLASSES] =
 /// Frees by threads that have no heap (per class).
 pub(crate) static ORPHAN_FREES: [AtomicU64; SPAN_CLASSES] =
     [const { AtomicU64::new(0) }; SPAN_CLASSES];
-/// Tiny frees by threads that have no heap.
-pub(crate) static ORPHAN_TINY_FREES: AtomicU64 = AtomicU64::new(0);
 /// Remote frees by threads that have no heap.
 pub(crate) static ORPHAN_REMOTE: AtomicU64 = AtomicU64::new(0);
 static LARGE_ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -105,18 +103,17 @@ pub struct Stats {
     pub chunks: usize,
     /// Free pages in the page heap.
     pub free_pages: usize,
-    /// Tiny objects (1-15 bytes, carved from shared 16-byte blocks) allocated so far: Go's
-    /// `/gc/heap/tiny/allocs:objects`.
+    /// Tiny objects (1 to 4 bytes, each in a 4-byte block of the tiny class) allocated so far.
     pub tiny_allocs: u64,
     /// Tiny objects freed so far.
     pub tiny_frees: u64,
     /// Live tiny objects.
     pub tiny_objects: u64,
-    /// Live 16-byte tiny blocks (each holds one or more tiny objects, or is the current block of
-    /// a thread).
-    pub tiny_blocks: u64,
-    /// Spans holding tiny blocks.
+    /// Spans of the tiny class.
     pub tiny_spans: usize,
+    /// Heaps made so far: at most one per thread alive at once, since an exited thread's heap
+    /// is reused.
+    pub heaps: usize,
     /// Bytes of pages and mappings in use by the allocator: spans (whole, including their free
     /// blocks) and large objects. Their peak is [`Stats::peak_in_use`].
     pub pages_in_use: usize,
@@ -147,8 +144,8 @@ pub struct Stats {
 pub fn stats() -> Stats {
     let mut classes = [ClassStats::default(); NUM_CLASSES];
     let mut remote = ORPHAN_REMOTE.load(Ordering::Relaxed);
-    let (mut tiny_allocs, mut tiny_frees) = (0u64, ORPHAN_TINY_FREES.load(Ordering::Relaxed));
-    let (mut tb_allocs, mut tb_frees) = (0u64, ORPHAN_FREES[TINY_CLASS].load(Ordering::Relaxed));
+    let (mut tiny_allocs, mut tiny_frees) =
+        (0u64, ORPHAN_FREES[TINY_CLASS].load(Ordering::Relaxed));
     let mut threads = 0;
     let mut h = heap::all_heaps();
     while !h.is_null() {
@@ -158,10 +155,8 @@ pub fn stats() -> Stats {
             threads += 1;
         }
         remote += hr.remote_frees.load(Ordering::Relaxed);
-        tiny_allocs += hr.tiny_allocs.load(Ordering::Relaxed);
-        tiny_frees += hr.tiny_frees.load(Ordering::Relaxed);
-        tb_allocs += hr.classes[TINY_CLASS].allocs.load(Ordering::Relaxed);
-        tb_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
+        tiny_allocs += hr.classes[TINY_CLASS].allocs.load(Ordering::Relaxed);
+        tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
         for (c, cs) in classes.iter_mut().enumerate().skip(1) {
             cs.allocs += hr.classes[c].allocs.load(Ordering::Relaxed);
             cs.frees += hr.classes[c].frees.load(Ordering::Relaxed);
@@ -192,8 +187,8 @@ pub fn stats() -> Stats {
         tiny_allocs,
         tiny_frees,
         tiny_objects: tiny_allocs.saturating_sub(tiny_frees),
-        tiny_blocks: tb_allocs.saturating_sub(tb_frees),
         tiny_spans: SPANS[TINY_CLASS].load(Ordering::Relaxed),
+        heaps: heap::heaps_made(),
         classes,
     };
     for (c, cs) in s.classes.iter_mut().enumerate().skip(1) {
@@ -209,7 +204,7 @@ pub fn stats() -> Stats {
     s.allocs += s.tiny_allocs;
     s.frees += s.tiny_frees;
     s.live_objects += s.tiny_objects;
-    s.bytes_in_use += s.tiny_blocks as usize * 16;
+    s.bytes_in_use += s.tiny_objects as usize * TINY_SIZE;
     let (la, lf) = (
         LARGE_ALLOCS.load(Ordering::Relaxed),
         LARGE_FREES.load(Ordering::Relaxed),
@@ -255,8 +250,8 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "tiny: {} objects in {} blocks ({} spans), allocs {}, frees {}",
-            self.tiny_objects, self.tiny_blocks, self.tiny_spans, self.tiny_allocs, self.tiny_frees
+            "tiny: {} objects ({} spans), allocs {}, frees {}; heaps made {}",
+            self.tiny_objects, self.tiny_spans, self.tiny_allocs, self.tiny_frees, self.heaps
         )?;
         writeln!(
             f,

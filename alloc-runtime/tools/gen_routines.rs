@@ -11,19 +11,27 @@ use specalloc_runtime::size_class::{class_align, class_size, NUM_CLASSES};
 /// First class with a routine.
 const FIRST_CLASS: usize = 2;
 
-/// Largest tiny size.
+/// Largest size with a `tiny_size` routine (the sizes under the first routine class).
 const TINY_MAX: usize = 15;
 
-/// Go's alignment of a tiny object's offset, from its size.
+/// Where a routine for `size` bytes (1 to 15) takes its block: the tiny class (4-byte blocks,
+/// for 1 to 4 bytes) or size class 1 (8 bytes) or 2 (16 bytes); `None` for the tiny class.
+fn tiny_home(size: usize) -> Option<usize> {
+    match size {
+        0..=TINY_CLASS_MAX => None,
+        5..=8 => Some(1),
+        _ => Some(2),
+    }
+}
+
+/// The largest object of the tiny class.
+const TINY_CLASS_MAX: usize = specalloc_runtime::size_class::TINY_MAX;
+
+/// The alignment a `tiny_size` routine's block has: its block size.
 fn tiny_align(size: usize) -> usize {
-    if size.is_multiple_of(8) {
-        8
-    } else if size.is_multiple_of(4) {
-        4
-    } else if size.is_multiple_of(2) {
-        2
-    } else {
-        1
+    match tiny_home(size) {
+        None => TINY_CLASS_MAX,
+        Some(c) => class_size(c),
     }
 }
 
@@ -46,7 +54,9 @@ pub fn generate() -> String {
          //! the global allocator (blocks from these routines are freed through it) and panics with\n\
          //! the fix if it is not.\n\
          //!\n\
-         //! Size class 1 (8 bytes) has no routine: every allocation under 16 bytes is tiny.\n\
+         //! Sizes under 16 bytes have routines of their own, `tiny_size1` to `tiny_size15`: 1 to 4\n\
+         //! bytes take a 4-byte block of the tiny class, 5 to 8 a block of size class 1, 9 to 15\n\
+         //! one of size class 2, which is where the generic path puts them too.\n\
          //!\n\
          //! ```\n\
          //! #[global_allocator]\n\
@@ -58,14 +68,14 @@ pub fn generate() -> String {
          //! unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 4]>()) };\n\
          //! ```\n\
          \n\
-         use crate::heap::{alloc_small_spec, alloc_small_zeroed_spec, alloc_tiny_spec};\n\
+         use crate::heap::{alloc_small_spec, alloc_tiny_spec};\n\
          use crate::size_class::NUM_CLASSES;\n\
          \n\
          /// A size-specialised routine: allocates one block of its size.\n\
          pub type Routine = fn() -> *mut u8;\n",
     );
-    // Class 1 (8 bytes) has no routine: every layout under 16 bytes is tiny, so a class-1 block
-    // could not be freed through any layout.
+    // Class 1 (8 bytes) has no `small_sc` routine: sizes under 16 bytes go to the `tiny_size`
+    // routines, which know the exact size.
     for c in FIRST_CLASS..NUM_CLASSES {
         let size = class_size(c);
         let align = class_align(c);
@@ -73,28 +83,37 @@ pub fn generate() -> String {
             s,
             "\n/// Allocates one block of size class {c} ({size} bytes, {align}-byte aligned).\n\
              #[inline(never)]\n\
-             pub fn small_sc{c}() -> *mut u8 {{\n    alloc_small_spec({c})\n}}\n\
+             pub fn small_sc{c}() -> *mut u8 {{\n    alloc_small_spec::<false>({c}, {size})\n}}\n\
              \n\
              /// Allocates one zeroed block of size class {c} ({size} bytes, {align}-byte aligned);\n\
              /// memory known to be zero is not cleared again.\n\
              #[inline(never)]\n\
-             pub fn small_zeroed_sc{c}() -> *mut u8 {{\n    alloc_small_zeroed_spec({c}, {size})\n}}\n"
+             pub fn small_zeroed_sc{c}() -> *mut u8 {{\n    alloc_small_spec::<true>({c}, {size})\n}}\n"
         );
     }
     for n in 1..=TINY_MAX {
         let a = tiny_align(n);
+        let (home, plain, zeroed) = match tiny_home(n) {
+            None => (
+                "a 4-byte block of the tiny class".to_string(),
+                "alloc_tiny_spec::<false>()".to_string(),
+                "alloc_tiny_spec::<true>()".to_string(),
+            ),
+            Some(c) => (
+                format!("a block of size class {c} ({} bytes)", class_size(c)),
+                format!("alloc_small_spec::<false>({c}, {n})"),
+                format!("alloc_small_spec::<true>({c}, {n})"),
+            ),
+        };
         let _ = write!(
             s,
-            "\n/// Allocates a {n}-byte tiny object ({a}-byte aligned) from the thread's current\n\
-             /// 16-byte tiny block.\n\
+            "\n/// Allocates a {n}-byte object ({a}-byte aligned): {home}.\n\
              #[inline(never)]\n\
-             pub fn tiny_size{n}() -> *mut u8 {{\n    alloc_tiny_spec({n}, {a})\n}}\n\
+             pub fn tiny_size{n}() -> *mut u8 {{\n    {plain}\n}}\n\
              \n\
-             /// Allocates a zeroed {n}-byte tiny object ({a}-byte aligned). Tiny blocks are cleared\n\
-             /// when taken and never reused piecemeal, so this is the plain routine's code under its\n\
-             /// own name.\n\
+             /// Allocates a zeroed {n}-byte object ({a}-byte aligned): {home}.\n\
              #[inline(never)]\n\
-             pub fn tiny_zeroed_size{n}() -> *mut u8 {{\n    alloc_tiny_spec({n}, {a})\n}}\n"
+             pub fn tiny_zeroed_size{n}() -> *mut u8 {{\n    {zeroed}\n}}\n"
         );
     }
     let tables = [

@@ -1,0 +1,170 @@
+//! The fast paths: a pop from the thread's current span of a class, and a push onto the free
+//! list of a span the thread owns. No atomic read-modify-write, no lock, one branch each; every
+//! miss calls out of line (`slow.rs`, or `gate.rs` for the size-specialised routines).
+
+use core::ptr;
+
+use super::{current_heap, inc, slow, Heap};
+use crate::chunk::span_of;
+use crate::span::{narrow_next, Block, TINY_CLASS, TINY_SIZE};
+
+/// The out-of-line path a fast path calls on a miss: `(class, size, zeroed)` to a block.
+pub(super) type Slow = fn(usize, usize, bool) -> *mut u8;
+
+/// Allocates a block of a class of 8 bytes or more from `heap`'s current span, zeroing its first
+/// `size` bytes when `ZEROED`; on a miss, calls `slow`.
+///
+/// # Safety
+/// `heap` is this thread's heap or the sentinel (whose current spans have no free block).
+#[inline(always)]
+pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
+    heap: *mut Heap,
+    class: usize,
+    size: usize,
+    slow: Slow,
+) -> *mut u8 {
+    // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and we
+    // write only after finding a block, which the sentinel never has. The current span is owned
+    // by this heap (or is the sentinel), so its free list is ours to pop.
+    unsafe {
+        let cc = (*heap).classes.get_unchecked(class);
+        let span = &*cc.current.get();
+        let b = span.free.get();
+        if b.is_null() {
+            return slow(class, size, ZEROED);
+        }
+        let fresh = span.free_zero.get();
+        span.free.set((*b).next);
+        span.used.set(span.used.get() + 1);
+        inc(&cc.allocs);
+        #[cfg(feature = "checked")]
+        crate::checked::on_alloc(b.cast());
+        if ZEROED {
+            clear_block(b.cast(), size, fresh);
+        }
+        b.cast()
+    }
+}
+
+/// Allocates a 4-byte block of the tiny class from `heap`'s current tiny span (zeroed when
+/// `ZEROED`); on a miss, calls `slow`.
+///
+/// # Safety
+/// As for [`alloc_wide_in`].
+#[inline(always)]
+pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Slow) -> *mut u8 {
+    // SAFETY: as in `alloc_wide_in`; the tiny class links through chunk offsets.
+    unsafe {
+        let cc = (*heap).classes.get_unchecked(TINY_CLASS);
+        let span = &*cc.current.get();
+        let b = span.free.get();
+        if b.is_null() {
+            return slow(TINY_CLASS, TINY_SIZE, ZEROED);
+        }
+        span.free.set(narrow_next(b));
+        span.used.set(span.used.get() + 1);
+        inc(&cc.allocs);
+        #[cfg(feature = "checked")]
+        crate::checked::on_alloc(b.cast());
+        if ZEROED {
+            (b as *mut u32).write(0);
+        }
+        b.cast()
+    }
+}
+
+/// Allocates a block of size class `class` (8 bytes or more) through the generic path; when
+/// `ZEROED`, its first `size` bytes read zero. Null only when the OS refuses memory.
+#[inline(always)]
+pub(crate) fn alloc_small<const ZEROED: bool>(class: usize, size: usize) -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel.
+    unsafe { alloc_wide_in::<ZEROED>(current_heap(), class, size, slow::alloc_slow) }
+}
+
+/// Allocates a 4-byte block of the tiny class (objects of 1 to 4 bytes) through the generic
+/// path. Null only when the OS refuses memory.
+#[inline(always)]
+pub(crate) fn alloc_tiny<const ZEROED: bool>() -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel.
+    unsafe { alloc_tiny_in::<ZEROED>(current_heap(), slow::alloc_slow) }
+}
+
+/// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
+/// span only has its link word to clear.
+///
+/// # Safety
+/// `p` is a block of at least `size` bytes that the caller owns, 8 bytes or more unless it is a
+/// tiny block (`size <= 4`).
+#[inline(always)]
+pub(super) unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
+    if size <= TINY_SIZE {
+        // SAFETY: a tiny block is 4 bytes, ours.
+        unsafe { (p as *mut u32).write(0) };
+    } else if fresh {
+        // SAFETY: the block is ours and at least one word long.
+        unsafe { (p as *mut usize).write(0) };
+    } else if size >= 128 {
+        // From 128 bytes up libc's memset (vectorised for the CPU at load time) beats the
+        // baseline-x86-64 stores the compiler inlines for a constant size.
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { libc::memset(p.cast(), 0, size) };
+    } else {
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { ptr::write_bytes(p, 0, size) };
+    }
+}
+
+/// Frees a block of a class of 8 bytes or more.
+///
+/// # Safety
+/// `p` must be a live block returned by a small-class allocation of this allocator.
+#[inline(always)]
+pub(crate) unsafe fn free_small(p: *mut u8) {
+    // SAFETY: forwarded.
+    unsafe { free_in::<false>(p) }
+}
+
+/// Frees a block of the tiny class.
+///
+/// # Safety
+/// `p` must be a live block returned by a tiny allocation of this allocator.
+#[inline(always)]
+pub(crate) unsafe fn free_tiny(p: *mut u8) {
+    // SAFETY: forwarded.
+    unsafe { free_in::<true>(p) }
+}
+
+/// Frees a block; `NARROW` says it is a tiny block.
+///
+/// # Safety
+/// `p` is a live block of a span of the tiny class when `NARROW`, of another class otherwise.
+#[inline(always)]
+unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
+    let heap = current_heap();
+    // SAFETY: `p` is a live small block, so its span descriptor is valid.
+    let span = unsafe { &*span_of(p) };
+    if span.owner_word() != heap as usize {
+        // SAFETY: forwarded from our caller.
+        return unsafe { slow::free_slow(heap, span, p) };
+    }
+    // SAFETY: this heap owns the span (owner word, untagged), so its free list and counters are
+    // ours; `p` is one of its blocks and is no longer in use.
+    unsafe {
+        if NARROW {
+            span.push_narrow(p as *mut Block);
+        } else {
+            span.push_wide(p as *mut Block);
+        }
+        let used = span.used.get() - 1;
+        span.used.set(used);
+        let class = if NARROW {
+            TINY_CLASS
+        } else {
+            span.class.get() as usize
+        };
+        inc(&(*heap).classes.get_unchecked(class).frees);
+        if used == 0 {
+            slow::span_emptied(&*heap, span);
+        }
+    }
+}

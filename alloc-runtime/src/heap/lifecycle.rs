@@ -1,0 +1,269 @@
+//! A heap's life: made on a thread's first slow-path allocation (taken from a pool of unused
+//! heaps, or carved from a metadata mapping), torn down by a pthread-key destructor when the
+//! thread exits (its spans abandoned: empty ones to the page heap, the others to the central
+//! pools), and put back in the pool. Also the `fork` handlers, and the shared fallback heap that
+//! serves a thread whose heap is already torn down (a destructor that allocates after ours).
+
+use core::cell::Cell;
+use core::ptr;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use super::central::{central_push, CENTRAL};
+use super::slow::{alloc_from, collect_remote, process_delayed, release_span};
+use super::{empty_heap, Heap, HEAP};
+use crate::lock::SpinLock;
+use crate::remote;
+use crate::span::{empty_span, ListTag, Span, SPAN_CLASSES};
+
+struct HeapPool {
+    /// Unused heaps.
+    free: *mut Heap,
+    /// Every heap ever made (linked through `all_next`).
+    all: *mut Heap,
+    /// Heaps made so far.
+    made: usize,
+    /// Unused space of the current metadata mapping.
+    arena: usize,
+    arena_end: usize,
+}
+// SAFETY: only touched under its lock.
+unsafe impl Send for HeapPool {}
+
+static HEAPS: SpinLock<HeapPool> = SpinLock::new(HeapPool {
+    free: ptr::null_mut(),
+    all: ptr::null_mut(),
+    made: 0,
+    arena: 0,
+    arena_end: 0,
+});
+
+/// Every heap ever made: the head of the registry (members are never freed).
+pub(crate) fn all_heaps() -> *mut Heap {
+    HEAPS.lock().all
+}
+
+/// Heaps made so far (each is reused once its thread exits).
+pub(crate) fn heaps_made() -> usize {
+    HEAPS.lock().made
+}
+
+/// The next heap of the registry.
+///
+/// # Safety
+/// `h` is a heap from [`all_heaps`] or this function.
+pub(crate) unsafe fn next_heap(h: *mut Heap) -> *mut Heap {
+    // SAFETY: registry members are never freed and `all_next` is written before publication.
+    unsafe { (*h).all_next.get() }
+}
+
+const HEAP_ARENA: usize = 256 * 1024;
+
+fn new_heap() -> Option<*mut Heap> {
+    let mut pool = HEAPS.lock();
+    if !pool.free.is_null() {
+        let h = pool.free;
+        // SAFETY: pooled heaps are live and protected by the lock.
+        pool.free = unsafe { (*h).pool_next.get() };
+        return Some(h);
+    }
+    let size = core::mem::size_of::<Heap>().next_multiple_of(64);
+    if pool.arena + size > pool.arena_end {
+        let m = crate::os::map(HEAP_ARENA)?.as_ptr() as usize;
+        pool.arena = m;
+        pool.arena_end = m + HEAP_ARENA;
+    }
+    let h = pool.arena as *mut Heap;
+    pool.arena += size;
+    // SAFETY: `h` is fresh, suitably aligned (64) memory of the right size.
+    unsafe {
+        h.write(Heap::new(empty_span()));
+        (*h).all_next.set(pool.all);
+    }
+    pool.all = h;
+    pool.made += 1;
+    Some(h)
+}
+
+thread_local! {
+    /// This thread's heap has been torn down: it is exiting, and what still allocates is a
+    /// destructor that runs after ours.
+    static EXITED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread's heap has been torn down (see [`alloc_after_exit`]).
+pub(super) fn exited() -> bool {
+    EXITED.with(|e| e.get())
+}
+
+/// Gives this thread a heap and registers its exit hook.
+#[cold]
+pub(super) fn init_heap() -> Option<*mut Heap> {
+    let key = thread_key()?;
+    let h = new_heap()?;
+    // SAFETY: `h` is a live heap nobody else uses.
+    unsafe { (*h).active.store(true, Ordering::Relaxed) };
+    HEAP.with(|c| c.set(h));
+    // SAFETY: `key` is a valid key; a non-null value makes the destructor run at thread exit.
+    unsafe { libc::pthread_setspecific(key, h.cast()) };
+    Some(h)
+}
+
+/// The heap shared by threads whose own heap is torn down (its address, 0 until first used),
+/// used only under this lock.
+static FALLBACK: SpinLock<usize> = SpinLock::new(0);
+
+/// Allocates for a thread whose heap is already torn down: from the shared fallback heap, under
+/// its lock. A thread never gets a second heap after its exit began, since nothing would tear
+/// that one down (a pthread-key destructor that allocates in the last round runs after ours).
+#[cold]
+pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    let mut g = FALLBACK.lock();
+    if *g == 0 {
+        match new_heap() {
+            Some(h) => *g = h as usize,
+            None => return ptr::null_mut(),
+        }
+    }
+    // SAFETY: the fallback heap is never freed, and we hold its lock, which makes us the only
+    // user of it and the owner of its spans.
+    let h = unsafe { &*(*g as *const Heap) };
+    alloc_from(h, class, size, zeroed)
+}
+
+static KEY: AtomicUsize = AtomicUsize::new(0);
+static KEY_LOCK: SpinLock<()> = SpinLock::new(());
+
+/// The pthread key whose destructor tears a thread's heap down (created on first use).
+fn thread_key() -> Option<libc::pthread_key_t> {
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Some((k - 1) as libc::pthread_key_t);
+    }
+    let _g = KEY_LOCK.lock();
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Some((k - 1) as libc::pthread_key_t);
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
+    if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } != 0 {
+        return None;
+    }
+    // SAFETY: the handlers have the required signature and only take and release our locks.
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_release), Some(fork_release)) };
+    KEY.store(key as usize + 1, Ordering::Release);
+    Some(key)
+}
+
+/// `fork` prepare handler: takes every allocator lock (in the one order the allocator nests
+/// them: key, fallback heap, heap pool, central pools, huge cache, page heap), so that no other
+/// thread is inside a critical section when the process is copied. The child then starts with
+/// consistent structures and can allocate and free; threads that did not survive the fork keep
+/// their spans (their blocks can still be freed in the child, as remote frees).
+extern "C" fn fork_prepare() {
+    KEY_LOCK.raw_lock();
+    FALLBACK.raw_lock();
+    HEAPS.raw_lock();
+    for c in &CENTRAL {
+        c.raw_lock();
+    }
+    crate::large::fork_lock(true);
+    crate::chunk::fork_lock(true);
+}
+
+/// `fork` parent and child handler: releases what [`fork_prepare`] took.
+extern "C" fn fork_release() {
+    crate::chunk::fork_lock(false);
+    crate::large::fork_lock(false);
+    for c in CENTRAL.iter().rev() {
+        // SAFETY: taken by this thread in `fork_prepare` (in the child, this thread is the
+        // copy of the one that took it).
+        unsafe { c.raw_unlock() };
+    }
+    // SAFETY: as above.
+    unsafe {
+        HEAPS.raw_unlock();
+        FALLBACK.raw_unlock();
+        KEY_LOCK.raw_unlock();
+    }
+}
+
+/// pthread-key destructor: runs after the thread's Rust thread-local destructors.
+unsafe extern "C" fn thread_exit(arg: *mut libc::c_void) {
+    let h = arg as *mut Heap;
+    if h.is_null() {
+        return;
+    }
+    EXITED.with(|e| e.set(true));
+    HEAP.with(|c| {
+        if c.get() == h {
+            c.set(empty_heap());
+        }
+    });
+    super::gate::forget_spec_heap();
+    // SAFETY: `h` was this thread's heap and the thread no longer uses it.
+    unsafe { abandon(&*h) };
+    // SAFETY: `h` is live; the pool takes it back.
+    unsafe { (*h).active.store(false, Ordering::Relaxed) };
+    let mut pool = HEAPS.lock();
+    // SAFETY: as above.
+    unsafe { (*h).pool_next.set(pool.free) };
+    pool.free = h;
+}
+
+/// Gives away every span `h` owns: empty ones to the page heap, the others to the central pools.
+///
+/// # Safety
+/// `h` is a heap no thread will use again without taking it from the pool.
+pub(crate) unsafe fn abandon(h: &Heap) {
+    // 1. No span of ours may be NOTIFY or NOTIFYING: after this, nobody delivers to `h`.
+    for_each_owned(h, |s| {
+        remote::quiesce(&s.remote);
+    });
+    // 2. Take what was delivered before that (without asking for new notifications).
+    process_delayed(h, true);
+    debug_assert_eq!(h.delayed.load(Ordering::Relaxed), 0);
+    // 3. Hand every span on.
+    for cc in &h.classes[1..] {
+        let cur = cc.current.get();
+        if cur != empty_span() {
+            cc.current.set(empty_span());
+            // SAFETY: the current span is a live descriptor owned by `h`.
+            let s = unsafe { &*cur };
+            s.used.set(s.used.get() - 1); // unpin
+            give_away(s);
+        }
+        while let Some(s) = cc.partial.pop_front() {
+            give_away(s);
+        }
+    }
+    while let Some(s) = h.full.pop_front() {
+        give_away(s);
+    }
+    h.empty_kept.set(0);
+}
+
+/// Releases an owned, quiesced span that was just taken off its list: to the page heap if
+/// empty, else to its central pool.
+fn give_away(s: &Span) {
+    s.set_tag(ListTag::None);
+    collect_remote(s);
+    if s.used.get() == 0 {
+        // SAFETY: no live block, on no list, owned.
+        unsafe { release_span(s) };
+    } else {
+        central_push(s.class.get() as usize, s);
+    }
+}
+
+fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {
+    for cc in &h.classes[1..SPAN_CLASSES] {
+        let cur = cc.current.get();
+        if cur != empty_span() {
+            // SAFETY: the current span is a live descriptor owned by `h`.
+            f(unsafe { &*cur });
+        }
+        cc.partial.for_each(&mut f);
+    }
+    h.full.for_each(&mut f);
+}

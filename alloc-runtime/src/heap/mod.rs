@@ -1,0 +1,166 @@
+//! Thread heaps: the per-thread cache in front of the central pools and the page heap.
+//!
+//! Read it in this order, the way a pointer travels:
+//!
+//! | file | what |
+//! | --- | --- |
+//! | `mod.rs` | the [`Heap`] struct and the thread-local that finds it |
+//! | `fast.rs` | the fast paths: pop from the current span, push to an owned span |
+//! | `slow.rs` | refill, remote-free collection, parking full spans, releasing empty ones |
+//! | `list.rs` | [`SpanList`], the intrusive doubly linked list of spans |
+//! | `central.rs` | the per-class pools of spans abandoned by exited threads |
+//! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers |
+//! | `gate.rs` | the size-specialised routines' own view of the heap |
+//!
+//! Each thread allocates from its own *current* span per class: the fast path is a thread-local
+//! load, two dependent loads and a branch, with no atomic and no lock. Frees of blocks whose span
+//! this thread owns are a push on that span's free list, again without atomics. Everything else
+//! (refilling, collecting remote frees, moving spans between lists, thread exit) is on the slow
+//! path, out of line.
+//!
+//! Span lists of a heap, per class:
+//! - *current*: the span allocated from; pinned (`used` holds one extra count) so it is never
+//!   given back while current, which keeps an alloc/free loop from thrashing the page heap;
+//! - *partial*: owned spans with free blocks;
+//! - *full* (one list for all classes): owned spans parked with no free block. Their owner word
+//!   carries [`OWNER_FULL`](crate::span::OWNER_FULL), so a local free goes to the slow path to
+//!   move them back to partial, and they ask for a notification of their next remote free (see
+//!   [`crate::remote`]): the freeing thread puts the span on the heap's *delayed* list.
+//!
+//! The tiny class (4-byte blocks for 1 to 4 bytes) is a span class like the others; only its
+//! blocks link through 4-byte chunk offsets instead of pointers.
+//!
+//! A span whose last block is freed goes back to the page heap (after a small allowance kept
+//! for reuse). When a thread exits, its spans that still hold live blocks go to the central pool
+//! of their class, owned by nobody; a later refill of that class adopts them. Remote frees keep
+//! working throughout: they only touch the span's atomic remote list.
+
+use core::cell::Cell;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
+
+mod central;
+mod fast;
+mod gate;
+mod lifecycle;
+mod list;
+mod slow;
+
+pub(crate) use central::central_lens;
+pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
+pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec};
+pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
+use list::SpanList;
+
+/// Per-class state of a heap, laid out so the fast path touches one cache line.
+#[repr(C)]
+pub(crate) struct ClassCache {
+    /// The span allocated from ([`crate::span::empty_span`] when none).
+    pub(crate) current: Cell<*mut Span>,
+    /// Allocations of this class by this heap (owner writes, anyone reads).
+    pub(crate) allocs: AtomicU64,
+    /// Frees of this class by this heap, local and remote.
+    pub(crate) frees: AtomicU64,
+    /// Owned spans with free blocks.
+    partial: SpanList,
+}
+
+/// A thread heap.
+#[repr(C)]
+pub(crate) struct Heap {
+    pub(crate) classes: [ClassCache; SPAN_CLASSES],
+    /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
+    empty_kept: Cell<usize>,
+    /// Owned spans parked with no free block (all classes).
+    full: SpanList,
+    /// Spans other threads delivered because they freed into them while parked full (see
+    /// `remote`), linked through `Span::delayed_next`.
+    pub(crate) delayed: AtomicUsize,
+    /// Blocks this heap's thread freed into spans it does not own.
+    pub(crate) remote_frees: AtomicU64,
+    /// Next heap in the registry of all heaps (written once, before publication).
+    all_next: Cell<*mut Heap>,
+    /// Next heap in the pool of unused heaps.
+    pool_next: Cell<*mut Heap>,
+    /// A thread is using this heap.
+    pub(crate) active: AtomicBool,
+}
+
+impl Heap {
+    const fn new(empty: *mut Span) -> Heap {
+        let mut h = Heap {
+            classes: [const {
+                ClassCache {
+                    current: Cell::new(ptr::null_mut()),
+                    allocs: AtomicU64::new(0),
+                    frees: AtomicU64::new(0),
+                    partial: SpanList::new(),
+                }
+            }; SPAN_CLASSES],
+            empty_kept: Cell::new(0),
+            full: SpanList::new(),
+            delayed: AtomicUsize::new(0),
+            remote_frees: AtomicU64::new(0),
+            all_next: Cell::new(ptr::null_mut()),
+            pool_next: Cell::new(ptr::null_mut()),
+            active: AtomicBool::new(false),
+        };
+        // Every class starts at the sentinel span, whose free list is empty.
+        let mut j = 0;
+        while j < SPAN_CLASSES {
+            h.classes[j].current = Cell::new(empty);
+            j += 1;
+        }
+        h
+    }
+
+    /// This heap's address, as stored in the owner words of its spans.
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Heap as usize
+    }
+}
+
+/// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.
+const EMPTY_KEEP: usize = 2 << 20;
+
+/// A heap that may live in a `static`.
+#[repr(transparent)]
+struct SyncHeap(Heap);
+// SAFETY: the sentinel heap is never written: every class's current span is the sentinel span,
+// whose free list is empty, so allocation leaves the fast path before writing, and no span's
+// owner word ever holds the sentinel's address, so frees never treat it as their owner.
+unsafe impl Sync for SyncHeap {}
+
+/// The heap of threads that have not allocated yet (or have exited).
+static EMPTY_HEAP: SyncHeap = SyncHeap(Heap::new(&EMPTY_SPAN.0 as *const Span as *mut Span));
+
+#[inline(always)]
+fn empty_heap() -> *mut Heap {
+    &EMPTY_HEAP.0 as *const Heap as *mut Heap
+}
+
+thread_local! {
+    /// This thread's heap; the sentinel until the first slow-path allocation.
+    static HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
+}
+
+/// This thread's heap (the sentinel if it has none).
+#[inline(always)]
+fn current_heap() -> *mut Heap {
+    HEAP.with(|h| h.get())
+}
+
+/// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.
+#[inline(always)]
+fn inc(c: &AtomicU64) {
+    add(c, 1);
+}
+
+/// `x += n` on a counter only this thread writes.
+#[inline(always)]
+fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}

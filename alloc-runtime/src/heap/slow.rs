@@ -1,0 +1,375 @@
+//! The slow paths, out of line: refilling a class (current span, then partial spans, then spans
+//! adopted from the central pool, then fresh pages), collecting remote frees, parking full spans
+//! and taking them back, freeing into spans the thread does not own, and giving empty spans back
+//! to the page heap.
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use super::fast::clear_block;
+use super::{central, current_heap, empty_heap, inc, lifecycle, Heap, EMPTY_KEEP};
+use crate::chunk;
+use crate::remote;
+use crate::span::STATE_SMALL;
+use crate::span::{empty_span, span_block_size, span_pages, Block, ListTag, Span, OWNER_FULL};
+use crate::stats;
+
+/// The generic path's miss: refills `class` on this thread's heap (making the heap on first
+/// use) and allocates from it; `size` bytes are cleared when `zeroed`. Null only when the OS
+/// refuses memory.
+#[cold]
+#[inline(never)]
+pub(super) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    let mut heap = current_heap();
+    if heap == empty_heap() {
+        if lifecycle::exited() {
+            // A destructor running after this thread's heap was torn down.
+            return lifecycle::alloc_after_exit(class, size, zeroed);
+        }
+        heap = match lifecycle::init_heap() {
+            Some(h) => h,
+            None => return ptr::null_mut(),
+        };
+    }
+    // SAFETY: a live heap from the pool; this thread is its only user.
+    alloc_from(unsafe { &*heap }, class, size, zeroed)
+}
+
+/// Refills `class` on `h` and allocates a block from it.
+///
+/// `h` must be this thread's heap, or the shared fallback heap with its lock held: that is what
+/// "owning" `h`'s spans means below.
+pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    process_delayed(h, false);
+    let Some(s) = refill(h, class) else {
+        return ptr::null_mut();
+    };
+    let fresh = s.free_zero.get();
+    // SAFETY: `refill` made `s` current, owned by `h`, with a block on its free list.
+    let b = unsafe { s.pop_local() };
+    debug_assert!(!b.is_null());
+    s.used.set(s.used.get() + 1);
+    inc(&h.classes[class].allocs);
+    #[cfg(feature = "checked")]
+    crate::checked::on_alloc(b.cast());
+    if zeroed {
+        // SAFETY: a block of `class`, now ours, at least `size` bytes long.
+        unsafe { clear_block(b.cast(), size, fresh) };
+    }
+    b.cast()
+}
+
+/// Makes sure `class` has a current span with a free block, and returns it.
+fn refill(h: &Heap, class: usize) -> Option<&Span> {
+    let cc = &h.classes[class];
+    let cur = cc.current.get();
+    if cur != empty_span() {
+        // SAFETY: the current span is a live descriptor owned by `h`.
+        let s = unsafe { &*cur };
+        if refresh(s) {
+            return Some(s);
+        }
+        retire_current(h, class, s);
+    }
+    // Owned partial spans first.
+    while let Some(s) = cc.partial.pop_front() {
+        if s.used.get() == 0 {
+            let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+            h.empty_kept.set(h.empty_kept.get().saturating_sub(bytes));
+        }
+        make_current(h, class, s);
+        if refresh(s) {
+            return Some(s);
+        }
+        retire_current(h, class, s);
+    }
+    // Spans abandoned by exited threads.
+    for _ in 0..8 {
+        let Some(s) = central::central_pop(class) else {
+            break;
+        };
+        // Popped from the central pool, the span is now ours alone.
+        s.owner.store(h.addr(), Ordering::Relaxed);
+        collect_remote(s);
+        make_current(h, class, s);
+        if s.has_local_free() {
+            if s.free.get().is_null() {
+                // SAFETY: we own `s` and its free list is empty.
+                unsafe { s.extend() };
+            }
+            return Some(s);
+        }
+        retire_current(h, class, s);
+    }
+    // A new span from the page heap.
+    let run = chunk::alloc_pages(span_pages(class))?;
+    // SAFETY: the page heap gave us this descriptor and its pages.
+    let s = unsafe { &*run.span };
+    setup_small(s, class, run.zero);
+    make_current(h, class, s);
+    // SAFETY: a fresh span has an empty free list and a non-empty bump region.
+    let ok = unsafe { s.extend() };
+    debug_assert!(ok);
+    Some(s)
+}
+
+/// Gives an owned span a free block if it can: its remote frees, else never-used blocks.
+fn refresh(s: &Span) -> bool {
+    if s.free.get().is_null() {
+        collect_remote(s);
+    }
+    // SAFETY: we own `s`; `extend` runs only with an empty free list.
+    !s.free.get().is_null() || unsafe { s.extend() }
+}
+
+/// Initialises a descriptor for a fresh span of `class`.
+fn setup_small(s: &Span, class: usize, zero: bool) {
+    let size = span_block_size(class);
+    let start = s.start.get();
+    let n = s.npages.get() as usize * crate::size_class::PAGE_SIZE / size;
+    s.free.set(ptr::null_mut());
+    s.used.set(0);
+    s.free_zero.set(false);
+    s.class.set(class as u8);
+    s.set_tag(ListTag::None);
+    s.bump_zero.set(zero);
+    s.remote.store(0, Ordering::Relaxed);
+    s.bump.set(start);
+    // SAFETY: `n` whole blocks fit in the span.
+    s.end.set(unsafe { start.add(n * size) });
+    s.next.set(ptr::null_mut());
+    s.prev.set(ptr::null_mut());
+    s.large_size.set(0);
+    s.state.store(STATE_SMALL, Ordering::Relaxed);
+    stats::SPANS[class].fetch_add(1, Ordering::Relaxed);
+}
+
+fn make_current(h: &Heap, class: usize, s: &Span) {
+    debug_assert_eq!(s.class.get() as usize, class);
+    s.owner.store(h.addr(), Ordering::Relaxed);
+    s.set_tag(ListTag::Current);
+    s.used.set(s.used.get() + 1); // pin
+    h.classes[class].current.set(s as *const Span as *mut Span);
+}
+
+/// Stops allocating from `h`'s current span of `class` (`s`), which has no free block.
+fn retire_current(h: &Heap, class: usize, s: &Span) {
+    h.classes[class].current.set(empty_span());
+    s.set_tag(ListTag::None);
+    let used = s.used.get() - 1; // unpin
+    s.used.set(used);
+    if used == 0 {
+        // SAFETY: no live block, on no list, owned.
+        unsafe { release_span(s) };
+        return;
+    }
+    park_full(h, s);
+}
+
+/// Puts an owned span with no free block on the full list and asks for a remote-free
+/// notification.
+fn park_full(h: &Heap, s: &Span) {
+    debug_assert!(s.free.get().is_null());
+    s.owner.store(h.addr() | OWNER_FULL, Ordering::Relaxed);
+    s.set_tag(ListTag::Full);
+    h.full.push_front(s);
+    // A notification of an earlier parking may still be on its way: let it finish first.
+    remote::quiesce(&s.remote);
+    watch_full(h, s);
+}
+
+/// Asks to hear of the next remote free into `s`, parked on `h`'s full list (unless the span is
+/// already on the delayed list, which comes to the same); takes it back at once if blocks came
+/// meanwhile, since the request would otherwise wait for the next free.
+fn watch_full(h: &Heap, s: &Span) {
+    remote::set_notify(&s.remote);
+    if remote::has_remote(&s.remote) {
+        unpark(h, s);
+        collect_remote(s);
+        if s.used.get() == 0 {
+            span_emptied(h, s);
+        }
+    }
+}
+
+/// Moves a span from the full list to the partial list.
+fn unpark(h: &Heap, s: &Span) {
+    debug_assert_eq!(s.tag(), ListTag::Full);
+    remote::clear_notify(&s.remote);
+    h.full.unlink(s);
+    s.owner.store(h.addr(), Ordering::Relaxed);
+    s.set_tag(ListTag::Partial);
+    h.classes[s.class.get() as usize].partial.push_front(s);
+}
+
+/// Takes the span's remote list onto its local free list (the caller owns the span). Returns
+/// how many blocks came.
+pub(super) fn collect_remote(s: &Span) -> u32 {
+    let head = remote::take_remote(&s.remote);
+    if head == 0 {
+        return 0;
+    }
+    let narrow = s.is_narrow();
+    let mut n = 0u32;
+    let mut b = head;
+    loop {
+        n += 1;
+        // SAFETY: the list was published with Release and taken with Acquire; its blocks are
+        // free blocks of `s`, now ours.
+        let next = unsafe { remote::link_of(b) };
+        if next == 0 {
+            // The tail: link it to the local list.
+            // SAFETY: `b` is a free block of `s`, ours.
+            unsafe {
+                if narrow {
+                    remote::set_link(b, s.free.get() as usize);
+                } else {
+                    (*(b as *mut Block)).next = s.free.get();
+                }
+            }
+            break;
+        }
+        if !narrow {
+            // Remote lists link through chunk offsets; the local list of a wide class through
+            // pointers.
+            // SAFETY: as above; a wide block holds a pointer.
+            unsafe { (*(b as *mut Block)).next = next as *mut Block };
+        }
+        b = next;
+    }
+    s.free.set(head as *mut Block);
+    s.free_zero.set(false);
+    debug_assert!(s.used.get() >= n);
+    s.used.set(s.used.get() - n);
+    n
+}
+
+/// Takes the spans other threads delivered to `h` (see `remote`). `exiting`: `h`'s thread is
+/// abandoning it, so parked spans are left for `give_away` instead of being watched again.
+///
+/// `h` must be this thread's heap or the fallback heap under its lock.
+pub(super) fn process_delayed(h: &Heap, exiting: bool) {
+    let mut p = remote::take_delayed(&h.delayed);
+    while p != 0 {
+        // SAFETY: a delivered span stays allocated, and owned by `h`, until `h` takes it off
+        // this list (its release is deferred, see `release_span`); the list was published with
+        // Release and taken with Acquire.
+        let s = unsafe { &*(p as *const Span) };
+        p = s.delayed_next.load(Ordering::Relaxed);
+        remote::take_delivered(&s.remote);
+        match s.tag() {
+            ListTag::Releasing => {
+                s.set_tag(ListTag::None);
+                // SAFETY: an empty span on no list, owned by `h`, no longer on the delayed list.
+                unsafe { release_span(s) };
+            }
+            ListTag::Full if !exiting => {
+                if collect_remote(s) > 0 {
+                    unpark(h, s);
+                    if s.used.get() == 0 {
+                        span_emptied(h, s);
+                    }
+                } else {
+                    // Its blocks were collected while it was taken back and parked again.
+                    watch_full(h, s);
+                }
+            }
+            // Current or partial: its remote list is collected when the class needs blocks.
+            // When exiting, `give_away` collects it.
+            _ => {}
+        }
+    }
+}
+
+/// A free brought an owned, non-current span's count of used blocks to zero.
+#[cold]
+#[inline(never)]
+pub(super) fn span_emptied(h: &Heap, s: &Span) {
+    let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+    if s.tag() == ListTag::Partial && h.empty_kept.get() + bytes <= EMPTY_KEEP {
+        // Keep it on the partial list for the next refill of its class: a program that frees
+        // a batch and allocates it again does not go through the page heap (and the OS) each
+        // time.
+        h.empty_kept.set(h.empty_kept.get() + bytes);
+        return;
+    }
+    match s.tag() {
+        ListTag::Partial => h.classes[s.class.get() as usize].partial.unlink(s),
+        ListTag::Full => h.full.unlink(s),
+        t => {
+            debug_assert!(false, "emptied span on list {t:?}");
+            return;
+        }
+    }
+    s.set_tag(ListTag::None);
+    // SAFETY: no live block, and we just took it off its list.
+    unsafe { release_span(s) };
+}
+
+/// Gives an empty span's pages back to the page heap, or, if the span is on its owner's delayed
+/// list, marks it [`ListTag::Releasing`] so that the owner releases it when it takes it off.
+///
+/// # Safety
+/// The caller owns `s`, which holds no live block and is on no list.
+pub(super) unsafe fn release_span(s: &Span) {
+    debug_assert_eq!(s.used.get(), 0);
+    // A thread may still be delivering this span to its owner: wait for it to finish.
+    if remote::quiesce(&s.remote) {
+        s.set_tag(ListTag::Releasing);
+        return;
+    }
+    debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
+    s.owner.store(0, Ordering::Relaxed);
+    stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
+    // SAFETY: guaranteed by the caller.
+    unsafe { chunk::free_pages(s as *const Span as *mut Span) };
+}
+
+/// Frees `p` into a span whose owner word is not exactly `heap`.
+///
+/// # Safety
+/// `p` is a live block of `span`.
+#[cold]
+#[inline(never)]
+pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
+    let class = span.class.get() as usize;
+    if heap != empty_heap() && span.owner_word() == heap as usize | OWNER_FULL {
+        // SAFETY: `heap` is this thread's live heap and owns the span.
+        let h = unsafe { &*heap };
+        unpark(h, span);
+        // SAFETY: we own the span; `p` is one of its blocks.
+        unsafe { span.push_local(p.cast()) };
+        let used = span.used.get() - 1;
+        span.used.set(used);
+        inc(&h.classes[class].frees);
+        if used == 0 {
+            span_emptied(h, span);
+        }
+        return;
+    }
+    // SAFETY: `p` is a live block of `span`.
+    let done = span.owner_word() == 0 && unsafe { central::free_to_central(class, span, p) };
+    if !done {
+        // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its
+        // owner does not abandon the span while it is NOTIFYING.
+        unsafe {
+            remote::free_remote(&span.remote, &span.owner, p as usize, |hp| {
+                let owner = &*(hp as *const Heap);
+                remote::push_delayed(
+                    &owner.delayed,
+                    span as *const Span as usize,
+                    &span.delayed_next,
+                );
+            });
+        }
+    }
+    if heap != empty_heap() {
+        // SAFETY: `heap` is this thread's live heap.
+        let h = unsafe { &*heap };
+        inc(&h.remote_frees);
+        inc(&h.classes[class].frees);
+    } else {
+        stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
+        stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
+    }
+}
