@@ -44,13 +44,14 @@ pub mod routines;
 pub mod size_class;
 mod span;
 pub mod spec;
+mod snapshot;
 mod stats;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
 
 use size_class::{class_of_small16, class_size, is_tiny, route, Route, MAX_SMALL_SIZE, PAGE_SIZE};
-pub use stats::{stats, ClassStats, Stats};
+pub use snapshot::{stats, ClassStats, Stats};
 
 /// The allocator, for `#[global_allocator]`.
 ///

@@ -1,0 +1,234 @@
+//! The statistics snapshot, [`stats()`]: sums the per-heap counters (kept by each heap's thread
+//! with a plain load and store, no atomic read-modify-write on the fast path) and the global
+//! ones of [`crate::stats`], the page heap and the large objects. Cheap to keep, merged on read.
+
+use core::fmt;
+use core::sync::atomic::Ordering;
+
+use crate::heap;
+use crate::size_class::{class_size, NUM_CLASSES};
+use crate::span::{TINY_CLASS, TINY_SIZE};
+use crate::stats::{
+    LARGE_ALLOCS, LARGE_BYTES, LARGE_FREES, ORPHAN_FREES, ORPHAN_REMOTE, PEAK_IN_USE, SPANS,
+};
+
+/// Statistics of one size class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    /// Bytes per object of the class.
+    pub size: usize,
+    /// Objects allocated and not yet freed.
+    pub live_objects: u64,
+    /// Spans of the class in use (owned by threads or in the central pool).
+    pub spans: usize,
+    /// Allocations so far.
+    pub allocs: u64,
+    /// Frees so far (local and remote).
+    pub frees: u64,
+}
+
+/// A snapshot of the allocator's state, from [`stats()`].
+///
+/// Counters are summed from per-thread values without stopping anyone, so a snapshot taken while
+/// other threads allocate is approximate; once they are quiet it is exact.
+///
+/// ```
+/// let s = specalloc_runtime::stats();
+/// assert!(s.bytes_mapped >= s.bytes_in_use || s.bytes_in_use == 0);
+/// println!("{s}");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Bytes held by live objects: small objects at their class size, large ones at their
+    /// page-rounded or mapped size.
+    pub bytes_in_use: usize,
+    /// Bytes currently mapped from the OS (chunks, large mappings, metadata).
+    pub bytes_mapped: usize,
+    /// Allocations so far (small and large).
+    pub allocs: u64,
+    /// Frees so far (small and large).
+    pub frees: u64,
+    /// Small objects freed by a thread other than the owner of their span.
+    pub remote_frees: u64,
+    /// Objects allocated and not yet freed (small and large).
+    pub live_objects: u64,
+    /// Threads with a heap right now.
+    pub threads: usize,
+    /// Live large objects (above 32 KiB or over-aligned).
+    pub large_objects: u64,
+    /// Bytes held by live large objects.
+    pub large_bytes: usize,
+    /// Spans abandoned by exited threads, waiting in the central pools.
+    pub central_spans: usize,
+    /// Chunks mapped for the page heap.
+    pub chunks: usize,
+    /// Free pages in the page heap.
+    pub free_pages: usize,
+    /// Tiny objects (1 to 4 bytes, each in a 4-byte block of the tiny class) allocated so far.
+    pub tiny_allocs: u64,
+    /// Tiny objects freed so far.
+    pub tiny_frees: u64,
+    /// Live tiny objects.
+    pub tiny_objects: u64,
+    /// Spans of the tiny class.
+    pub tiny_spans: usize,
+    /// Heaps made so far: at most one per thread alive at once, since an exited thread's heap
+    /// is reused.
+    pub heaps: usize,
+    /// Bytes of pages and mappings in use by the allocator: spans (whole, including their free
+    /// blocks) and large objects. Their peak is [`Stats::peak_in_use`].
+    pub pages_in_use: usize,
+    /// Highest `pages_in_use` seen so far.
+    pub peak_in_use: usize,
+    /// Bytes of free pages still resident, kept for reuse (at most 256 KiB or an eighth of
+    /// `pages_in_use`, whichever is more).
+    pub free_resident: usize,
+    /// Bytes of freed pages returned to the OS so far (`madvise`).
+    pub returned_to_os: u64,
+    /// Bytes of freed huge mappings kept in the cache for reuse.
+    pub large_cache_bytes: usize,
+    /// The cache's bound at its last check (a quarter of the bytes in use by default).
+    pub large_cache_limit: usize,
+    /// Per-class figures, indexed by class (index 0 unused).
+    pub classes: [ClassStats; NUM_CLASSES],
+}
+
+/// Takes a snapshot of the allocator's statistics.
+///
+/// ```
+/// let before = specalloc_runtime::stats();
+/// let p = specalloc_runtime::alloc(core::alloc::Layout::new::<[u64; 3]>());
+/// let after = specalloc_runtime::stats();
+/// assert_eq!(after.classes[3].allocs, before.classes[3].allocs + 1);
+/// unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 3]>()) };
+/// ```
+pub fn stats() -> Stats {
+    let mut classes = [ClassStats::default(); NUM_CLASSES];
+    let mut remote = ORPHAN_REMOTE.load(Ordering::Relaxed);
+    let (mut tiny_allocs, mut tiny_frees) =
+        (0u64, ORPHAN_FREES[TINY_CLASS].load(Ordering::Relaxed));
+    let mut threads = 0;
+    let mut h = heap::all_heaps();
+    while !h.is_null() {
+        // SAFETY: registry heaps are never freed; their counters are atomics.
+        let hr = unsafe { &*h };
+        if hr.active.load(Ordering::Relaxed) {
+            threads += 1;
+        }
+        remote += hr.remote_frees.load(Ordering::Relaxed);
+        tiny_allocs += hr.classes[TINY_CLASS].allocs.load(Ordering::Relaxed);
+        tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
+        for (c, cs) in classes.iter_mut().enumerate().skip(1) {
+            cs.allocs += hr.classes[c].allocs.load(Ordering::Relaxed);
+            cs.frees += hr.classes[c].frees.load(Ordering::Relaxed);
+        }
+        // SAFETY: `h` came from the registry.
+        h = unsafe { heap::next_heap(h) };
+    }
+    let mut s = Stats {
+        bytes_in_use: 0,
+        bytes_mapped: crate::os::MAPPED.load(Ordering::Relaxed),
+        allocs: 0,
+        frees: 0,
+        remote_frees: remote,
+        live_objects: 0,
+        threads,
+        large_objects: 0,
+        large_bytes: LARGE_BYTES.load(Ordering::Relaxed),
+        central_spans: heap::central_lens().iter().sum(),
+        chunks: 0,
+        free_pages: 0,
+        pages_in_use: crate::chunk::IN_USE_BYTES.load(Ordering::Relaxed)
+            + crate::large::HUGE_BYTES.load(Ordering::Relaxed),
+        peak_in_use: PEAK_IN_USE.load(Ordering::Relaxed),
+        free_resident: crate::chunk::DIRTY_FREE_BYTES.load(Ordering::Relaxed),
+        returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),
+        large_cache_bytes: crate::large::CACHE_BYTES.load(Ordering::Relaxed),
+        large_cache_limit: crate::large::CACHE_LIMIT.load(Ordering::Relaxed),
+        tiny_allocs,
+        tiny_frees,
+        tiny_objects: tiny_allocs.saturating_sub(tiny_frees),
+        tiny_spans: SPANS[TINY_CLASS].load(Ordering::Relaxed),
+        heaps: heap::heaps_made(),
+        classes,
+    };
+    for (c, cs) in s.classes.iter_mut().enumerate().skip(1) {
+        cs.size = class_size(c);
+        cs.frees += ORPHAN_FREES[c].load(Ordering::Relaxed);
+        cs.live_objects = cs.allocs.saturating_sub(cs.frees);
+        cs.spans = SPANS[c].load(Ordering::Relaxed);
+        s.allocs += cs.allocs;
+        s.frees += cs.frees;
+        s.live_objects += cs.live_objects;
+        s.bytes_in_use += cs.live_objects as usize * cs.size;
+    }
+    s.allocs += s.tiny_allocs;
+    s.frees += s.tiny_frees;
+    s.live_objects += s.tiny_objects;
+    s.bytes_in_use += s.tiny_objects as usize * TINY_SIZE;
+    let (la, lf) = (
+        LARGE_ALLOCS.load(Ordering::Relaxed),
+        LARGE_FREES.load(Ordering::Relaxed),
+    );
+    s.large_objects = la.saturating_sub(lf);
+    s.allocs += la;
+    s.frees += lf;
+    s.live_objects += s.large_objects;
+    s.bytes_in_use += s.large_bytes;
+    let (chunks, free_pages) = crate::chunk::page_heap_totals();
+    s.chunks = chunks;
+    s.free_pages = free_pages;
+    s
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "in use {} B, mapped {} B, live objects {}, allocs {}, frees {} ({} remote), threads {}",
+            self.bytes_in_use,
+            self.bytes_mapped,
+            self.live_objects,
+            self.allocs,
+            self.frees,
+            self.remote_frees,
+            self.threads
+        )?;
+        writeln!(
+            f,
+            "large: {} objects, {} B; chunks {}, free pages {}, central spans {}",
+            self.large_objects, self.large_bytes, self.chunks, self.free_pages, self.central_spans
+        )?;
+        writeln!(
+            f,
+            "pages in use {} B (peak {} B), free resident {} B, returned to OS {} B, large cache {} B (limit {} B)",
+            self.pages_in_use,
+            self.peak_in_use,
+            self.free_resident,
+            self.returned_to_os,
+            self.large_cache_bytes,
+            self.large_cache_limit
+        )?;
+        writeln!(
+            f,
+            "tiny: {} objects ({} spans), allocs {}, frees {}; heaps made {}",
+            self.tiny_objects, self.tiny_spans, self.tiny_allocs, self.tiny_frees, self.heaps
+        )?;
+        writeln!(
+            f,
+            "{:>5} {:>6} {:>12} {:>6} {:>14} {:>14}",
+            "class", "size", "live", "spans", "allocs", "frees"
+        )?;
+        for (c, cs) in self.classes.iter().enumerate().skip(1) {
+            if cs.allocs == 0 && cs.spans == 0 {
+                continue;
+            }
+            writeln!(
+                f,
+                "{:>5} {:>6} {:>12} {:>6} {:>14} {:>14}",
+                c, cs.size, cs.live_objects, cs.spans, cs.allocs, cs.frees
+            )?;
+        }
+        Ok(())
+    }
+}
