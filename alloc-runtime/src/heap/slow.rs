@@ -373,3 +373,36 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
+/// frees not yet collected) back to the page heap. Returns the bytes released.
+#[allow(dead_code)] // the public `collect()` is being built on it
+pub(crate) fn trim_thread() -> usize {
+    let heap = current_heap();
+    if heap == empty_heap() {
+        return 0;
+    }
+    // SAFETY: this thread's live heap.
+    let h = unsafe { &*heap };
+    process_delayed(h, false);
+    let mut bytes = 0;
+    for cc in &h.classes[1..] {
+        let keep = super::list::SpanList::new();
+        while let Some(s) = cc.partial.pop_front() {
+            collect_remote(s);
+            if s.used.get() == 0 {
+                bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+                s.set_tag(ListTag::None);
+                // SAFETY: an owned span with no live block, just taken off its list.
+                unsafe { release_span(s) };
+            } else {
+                keep.push_front(s);
+            }
+        }
+        while let Some(s) = keep.pop_front() {
+            cc.partial.push_front(s);
+        }
+    }
+    h.empty_kept.set(0);
+    bytes
+}
