@@ -46,6 +46,9 @@ mod span;
 pub mod spec;
 mod snapshot;
 mod stats;
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub mod test_hooks;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;

@@ -12,3 +12,50 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 const LINK_MASK: usize = crate::chunk::CHUNK_SIZE - 1;
 
 include!("remote_proto.rs");
+
+/// The runtime's [`DeliveryGate`]: a count of deliveries in progress, with a bit that a `fork`
+/// being prepared sets to hold new ones back until the fork is done.
+pub(crate) struct Deliveries;
+
+/// Deliveries in progress (low bits) and [`FORKING`].
+static DELIVERIES: AtomicUsize = AtomicUsize::new(0);
+/// Set while a `fork` is prepared: no delivery starts.
+const FORKING: usize = 1 << (usize::BITS - 1);
+
+impl DeliveryGate for Deliveries {
+    fn enter(&self) {
+        loop {
+            if DELIVERIES.fetch_add(1, Ordering::Acquire) & FORKING == 0 {
+                return;
+            }
+            DELIVERIES.fetch_sub(1, Ordering::Release);
+            while DELIVERIES.load(Ordering::Acquire) & FORKING != 0 {
+                spin_loop();
+            }
+        }
+    }
+
+    fn leave(&self) {
+        DELIVERIES.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// `fork` prepare: holds new deliveries back and waits for those in progress to finish (they
+/// take no lock, so they finish).
+pub(crate) fn fork_prepare() {
+    DELIVERIES.fetch_or(FORKING, Ordering::AcqRel);
+    while DELIVERIES.load(Ordering::Acquire) & !FORKING != 0 {
+        spin_loop();
+    }
+}
+
+/// `fork` parent handler: lets deliveries start again.
+pub(crate) fn fork_parent() {
+    DELIVERIES.fetch_and(!FORKING, Ordering::Release);
+}
+
+/// `fork` child handler: the child's only thread is the one that forked, which delivers
+/// nothing; a count another thread held for an instant when the process was copied is void.
+pub(crate) fn fork_child() {
+    DELIVERIES.store(0, Ordering::Release);
+}

@@ -68,6 +68,17 @@ pub unsafe fn link_of(block: usize) -> usize {
     }
 }
 
+/// What a freeing thread holds while it delivers a span, from just before it claims a
+/// notification until the span is DELIVERED: the runtime's gate keeps `fork` from copying the
+/// process with a delivery half done (a child would find the span NOTIFYING forever, with no
+/// thread left to finish it). `enter` may wait while a fork is being prepared.
+pub trait DeliveryGate {
+    /// About to claim a notification.
+    fn enter(&self);
+    /// The claim failed, or the delivery is complete.
+    fn leave(&self);
+}
+
 /// What [`free_remote`] did with the block.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pushed {
@@ -81,7 +92,7 @@ pub enum Pushed {
 /// Frees `block` from a thread that does not own its span.
 ///
 /// `owner` is the span's owner word (heap address, low bits a tag); `deliver(heap)` pushes the
-/// span onto that heap's delayed list (with [`push_delayed`]).
+/// span onto that heap's delayed list (with [`push_delayed`]); `gate` brackets a delivery.
 ///
 /// # Safety
 /// `block` is a block of the span, freed exactly once, that nothing else references; the span
@@ -91,6 +102,7 @@ pub unsafe fn free_remote(
     remote: &AtomicUsize,
     owner: &AtomicUsize,
     block: usize,
+    gate: &impl DeliveryGate,
     deliver: impl FnOnce(usize),
 ) -> Pushed {
     let mut old = remote.load(Ordering::Relaxed);
@@ -100,6 +112,7 @@ pub unsafe fn free_remote(
         // are in the span's chunk.
         unsafe { set_link(block, old & !STATE_MASK) };
         if state == NOTIFY {
+            gate.enter();
             // Push and claim the notification in one step. Acquire: the owner word written
             // before the owner's `set_notify`.
             match remote.compare_exchange_weak(
@@ -109,7 +122,10 @@ pub unsafe fn free_remote(
                 Ordering::Relaxed,
             ) {
                 Ok(_) => break,
-                Err(cur) => old = cur,
+                Err(cur) => {
+                    gate.leave();
+                    old = cur;
+                }
             }
         } else {
             match remote.compare_exchange_weak(
@@ -136,7 +152,10 @@ pub unsafe fn free_remote(
             Ordering::Release,
             Ordering::Relaxed,
         ) {
-            Ok(_) => return Pushed::Delivered(heap),
+            Ok(_) => {
+                gate.leave();
+                return Pushed::Delivered(heap);
+            }
             Err(cur) => old = cur,
         }
     }

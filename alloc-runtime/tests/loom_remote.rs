@@ -87,12 +87,27 @@ fn walk(mut b: usize) -> Vec<usize> {
     out
 }
 
+/// The model's delivery gate: counts, outside loom's model (a plain `std` atomic), the
+/// deliveries entered and left, which must balance.
+struct Gate;
+
+static GATE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
+impl proto::DeliveryGate for Gate {
+    fn enter(&self) {
+        GATE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn leave(&self) {
+        GATE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// A remote free of block `b` into `span` (`heap::slow::free_slow`'s remote branch).
 fn free(span: &Span, b: usize) -> Pushed {
     // SAFETY: `b` is an arena block freed once; heap addresses in owner words are live `Heap`s
     // (the `Arc`s outlive the threads).
     unsafe {
-        proto::free_remote(&span.remote, &span.owner, b, |h| {
+        proto::free_remote(&span.remote, &span.owner, b, &Gate, |h| {
             let heap = &*(h as *const Heap);
             proto::push_delayed(
                 &heap.delayed,

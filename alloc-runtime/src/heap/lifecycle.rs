@@ -150,17 +150,20 @@ fn thread_key() -> Option<libc::pthread_key_t> {
         return None;
     }
     // SAFETY: the handlers have the required signature and only take and release our locks.
-    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_release), Some(fork_release)) };
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
     KEY.store(key as usize + 1, Ordering::Release);
     Some(key)
 }
 
-/// `fork` prepare handler: takes every allocator lock (in the one order the allocator nests
-/// them: key, fallback heap, heap pool, central pools, huge cache, page heap), so that no other
-/// thread is inside a critical section when the process is copied. The child then starts with
-/// consistent structures and can allocate and free; threads that did not survive the fork keep
-/// their spans (their blocks can still be freed in the child, as remote frees).
+/// `fork` prepare handler: waits out the deliveries in progress and holds new ones back (see
+/// [`remote::fork_prepare`]), then takes every allocator lock (in the one order the allocator
+/// nests them: key, fallback heap, heap pool, central pools, huge cache, page heap), so that no
+/// other thread is inside a critical section when the process is copied. The child then starts
+/// with consistent structures and can allocate and free; threads that did not survive the fork
+/// keep their spans (their blocks can still be freed in the child, as remote frees). Every lock
+/// and wait state, and how the child gets past it, is in the table of `docs/fork.md`.
 extern "C" fn fork_prepare() {
+    remote::fork_prepare();
     KEY_LOCK.raw_lock();
     FALLBACK.raw_lock();
     HEAPS.raw_lock();
@@ -171,8 +174,30 @@ extern "C" fn fork_prepare() {
     crate::chunk::fork_lock(true);
 }
 
-/// `fork` parent and child handler: releases what [`fork_prepare`] took.
-extern "C" fn fork_release() {
+/// Takes (`true`) or releases one of this module's locks, or a central pool's (test hooks).
+#[cfg(feature = "test-hooks")]
+pub(crate) fn test_lock(which: crate::test_hooks::Lock, take: bool) {
+    use crate::test_hooks::Lock;
+    let lock: &dyn Fn(bool) = match which {
+        // SAFETY (each arm): the test hook takes the lock, then releases it from the same thread.
+        Lock::Key => &|t| if t { KEY_LOCK.raw_lock() } else { unsafe { KEY_LOCK.raw_unlock() } },
+        Lock::Fallback => &|t| if t { FALLBACK.raw_lock() } else { unsafe { FALLBACK.raw_unlock() } },
+        Lock::HeapPool => &|t| if t { HEAPS.raw_lock() } else { unsafe { HEAPS.raw_unlock() } },
+        Lock::Central(c) => &move |t| {
+            if t {
+                CENTRAL[c].raw_lock()
+            } else {
+                unsafe { CENTRAL[c].raw_unlock() }
+            }
+        },
+        Lock::HugeCache => &|t| crate::large::fork_lock(t),
+        Lock::PageHeap => &|t| crate::chunk::fork_lock(t),
+    };
+    lock(take);
+}
+
+/// Releases the locks [`fork_prepare`] took.
+fn release_fork_locks() {
     crate::chunk::fork_lock(false);
     crate::large::fork_lock(false);
     for c in CENTRAL.iter().rev() {
@@ -186,6 +211,18 @@ extern "C" fn fork_release() {
         FALLBACK.raw_unlock();
         KEY_LOCK.raw_unlock();
     }
+}
+
+/// `fork` parent handler.
+extern "C" fn fork_parent() {
+    release_fork_locks();
+    remote::fork_parent();
+}
+
+/// `fork` child handler.
+extern "C" fn fork_child() {
+    release_fork_locks();
+    remote::fork_child();
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.

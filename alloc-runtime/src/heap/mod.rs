@@ -50,9 +50,10 @@ mod slow;
 
 pub(crate) use central::central_lens;
 pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
-#[allow(unused_imports)]
 pub(crate) use slow::trim_thread;
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec};
+#[cfg(feature = "test-hooks")]
+pub(crate) use lifecycle::test_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 

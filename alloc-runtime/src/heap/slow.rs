@@ -353,7 +353,9 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its
         // owner does not abandon the span while it is NOTIFYING.
         unsafe {
-            remote::free_remote(&span.remote, &span.owner, p as usize, |hp| {
+            remote::free_remote(&span.remote, &span.owner, p as usize, &remote::Deliveries, |hp| {
+                #[cfg(feature = "test-hooks")]
+                crate::test_hooks::in_delivery();
                 let owner = &*(hp as *const Heap);
                 remote::push_delayed(
                     &owner.delayed,
@@ -376,7 +378,6 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
 
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
 /// frees not yet collected) back to the page heap. Returns the bytes released.
-#[allow(dead_code)] // the public `collect()` is being built on it
 pub(crate) fn trim_thread() -> usize {
     let heap = current_heap();
     if heap == empty_heap() {

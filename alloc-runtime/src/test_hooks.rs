@@ -1,0 +1,58 @@
+//! Test hooks (cargo feature `test-hooks`, for the fork tests only; never in a normal build):
+//! park a thread inside each lock and wait state that `fork` must get past, so that a test can
+//! fork right then and check that the child does not hang (see `docs/fork.md`).
+
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// A lock of the allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lock {
+    /// The lock around creating the thread-exit key.
+    Key,
+    /// The shared fallback heap (threads whose heap is torn down).
+    Fallback,
+    /// The pool of unused heaps.
+    HeapPool,
+    /// The central pool of a span class.
+    Central(usize),
+    /// The cache of freed huge mappings.
+    HugeCache,
+    /// The page heap.
+    PageHeap,
+}
+
+/// Every lock, for tests that go through them all.
+pub const ALL_LOCKS: [Lock; 6] = [
+    Lock::Key,
+    Lock::Fallback,
+    Lock::HeapPool,
+    Lock::Central(3),
+    Lock::HugeCache,
+    Lock::PageHeap,
+];
+
+/// Takes `lock`, sets `held`, keeps the lock for `dur`, then releases it.
+pub fn hold_lock(lock: Lock, held: &AtomicBool, dur: Duration) {
+    crate::heap::test_lock(lock, true);
+    held.store(true, Ordering::Release);
+    std::thread::sleep(dur);
+    crate::heap::test_lock(lock, false);
+}
+
+/// While set, a thread that delivers a span (between claiming a notification and DELIVERED)
+/// stays there for [`PARK_FOR`].
+pub static PARK_IN_DELIVERY: AtomicBool = AtomicBool::new(false);
+/// Threads parked inside a delivery right now.
+pub static PARKED_IN_DELIVERY: AtomicUsize = AtomicUsize::new(0);
+/// How long a parked delivery lasts.
+pub const PARK_FOR: Duration = Duration::from_millis(300);
+
+/// Called inside every delivery.
+pub(crate) fn in_delivery() {
+    if PARK_IN_DELIVERY.load(Ordering::Acquire) {
+        PARKED_IN_DELIVERY.fetch_add(1, Ordering::AcqRel);
+        std::thread::sleep(PARK_FOR);
+        PARKED_IN_DELIVERY.fetch_sub(1, Ordering::AcqRel);
+    }
+}

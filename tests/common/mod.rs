@@ -1,0 +1,81 @@
+//! Helpers shared by the integration tests (each test file that needs them says `mod common;`).
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// xorshift64*: deterministic and allocation-free.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (any value).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// Forks; the child runs `f` and `_exit`s with 0 if it returned true (1 if false or it
+/// panicked). Returns the child's pid to the parent.
+///
+/// The child of a multi-threaded process may only use what `fork` leaves consistent: the
+/// allocator under test (its fork handlers make that valid) and no lock another thread held.
+pub fn fork_child(f: impl FnOnce() -> bool) -> libc::pid_t {
+    // SAFETY: see above; the child never returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(false);
+        // SAFETY: ends the child without running the parent's exit handlers or unwinding into
+        // the test harness.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    pid
+}
+
+/// Waits for `pid` for at most `timeout`, polling; kills it if it is still running (a hang:
+/// for the fork tests, a deadlock after fork).
+pub fn wait_child(pid: libc::pid_t, timeout: Duration) -> Result<libc::c_int, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Ok(status);
+        }
+        if r == -1 {
+            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+        }
+        if Instant::now() > deadline {
+            // SAFETY: `pid` is our child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err(format!(
+                "child {pid} hung for {timeout:?}: deadlock after fork"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether a wait status is a normal exit with code 0.
+pub fn exited_ok(status: libc::c_int) -> bool {
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
