@@ -1,5 +1,5 @@
 //! The size sweep's worker: the timed loops of one build configuration.
-//! The driver (`src/bin/sweep.rs`) builds it once per configuration, each
+//! The driver (`src/bin/sweep/`) builds it once per configuration, each
 //! into its own target directory, checks each binary, and runs them in
 //! interleaved rounds; it is not meant to be run by hand.
 //!

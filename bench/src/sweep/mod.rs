@@ -3,7 +3,7 @@
 //! driver exchange, the `nm` check that every worker binary must pass before
 //! it is timed, and the summaries printed under the tables.
 //!
-//! The sweep itself is two binaries: `src/bin/sweep.rs` (the driver: builds,
+//! The sweep itself is two binaries: `src/bin/sweep/` (the driver: builds,
 //! verifies, runs interleaved rounds, prints tables) and
 //! `src/bin/sweep_worker.rs` (one build per configuration; runs the timed
 //! loops). Everything here is pure logic, so it is unit-tested.
