@@ -9,25 +9,30 @@
 //!   routines.
 //! - Larger or over-aligned types go to the global allocator's generic path, which honours any
 //!   alignment.
-//! - Vectors get the whole capacity of their size class (a `Vec<u32>` asked for 5 elements gets
-//!   12: the 48-byte class), which costs nothing and saves a reallocation.
+//! - Vectors and strings get exactly the capacity asked for, as `Vec::with_capacity` gives.
 //!
-//! What these return is freed by the global allocator (`Box`/`Vec` drop), so specalloc must be
-//! the global allocator; the first call on each thread checks that and panics otherwise.
+//! What these return is freed by the global allocator (`Box`/`Vec` drop), so the routines may
+//! hand out a block only when the global allocator is specalloc's own [`SpecAlloc`](crate::SpecAlloc),
+//! with no wrapper in between. The program states that with [`install!`](crate::install), which
+//! declares the `#[global_allocator]` and marks it before `main`; a program can have only one
+//! global allocator, so a wrapper (counting, header-adding, ...) can never be installed alongside
+//! the mark. Without the mark (a hand-written `#[global_allocator]`, a wrapper, another
+//! allocator, a library's tests), every entry point silently does what the std code it stands
+//! for does, through the global allocator, whatever it is: the routines return null on their
+//! first call on each thread, which sends the entry point to its std fallback.
 //!
 //! With the cargo feature `no-size-specialized` (Go's `GOEXPERIMENT=nosizespecializedmalloc`),
 //! every entry point calls the global allocator instead, with the same results: build a program
 //! both ways to measure what specialisation buys it.
 //!
 //! ```
-//! #[global_allocator]
-//! static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+//! specalloc_runtime::install!();
 //!
 //! use specalloc_runtime::spec;
 //! let b = spec::boxed([1u64, 2, 3]); // calls routines::small_sc3 (24 bytes)
 //! assert_eq!(b.iter().sum::<u64>(), 6);
 //! let v: Vec<u32> = spec::vec_with_capacity::<u32, 5>();
-//! assert!(v.capacity() >= 5);
+//! assert_eq!(v.capacity(), 5);
 //! let s = spec::string_from::<5>("hello");
 //! assert_eq!(s, "hello");
 //! ```
@@ -35,9 +40,10 @@
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of, MaybeUninit};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::routines::{Routine, SMALL, SMALL_ZEROED, TINY, TINY_ALIGN, TINY_ZEROED};
-use crate::size_class::{class_of, class_size, route, Route};
+use crate::size_class::{route, Route};
 
 /// Whether the opt-out switch (`no-size-specialized`) is on in this build.
 pub const SIZE_SPECIALIZED: bool = !cfg!(feature = "no-size-specialized");
@@ -98,8 +104,10 @@ fn fallback_one<T, const ZEROED: bool>() -> *mut u8 {
     fallback::<ZEROED>(Layout::new::<T>())
 }
 
+/// For arrays without a routine: null, which sends the entry point to the std code it stands
+/// for (`Vec::with_capacity(N)`, which panics on capacity overflow like std's).
 fn fallback_array<T, const N: usize, const ZEROED: bool>() -> *mut u8 {
-    fallback::<ZEROED>(Layout::new::<[T; N]>())
+    core::ptr::null_mut()
 }
 
 const fn pick(size: usize, align: usize, zeroed: bool, fallback: Routine) -> Routine {
@@ -139,7 +147,12 @@ impl<T> One<T> {
 pub struct Array<T, const N: usize>(PhantomData<T>);
 
 impl<T, const N: usize> Array<T, N> {
-    const BYTES: usize = size_of::<[T; N]>();
+    /// Bytes of `N` elements; `usize::MAX` when that overflows (no routine serves it, and the
+    /// entry point falls back to std, which panics at run time as it would).
+    const BYTES: usize = match size_of::<T>().checked_mul(N) {
+        Some(b) if b <= isize::MAX as usize => b,
+        _ => usize::MAX,
+    };
     /// Plain routine for `N` elements.
     pub const PLAIN: Routine = pick(
         Self::BYTES,
@@ -154,56 +167,132 @@ impl<T, const N: usize> Array<T, N> {
         true,
         fallback_array::<T, N, true>,
     );
-    /// Elements that fit in the block: the whole size class for size-class routines, else `N`.
-    pub const CAPACITY: usize = if size_of::<T>() == 0 {
-        usize::MAX
-    } else if SIZE_SPECIALIZED
-        && Self::BYTES >= 16
-        && routine(Self::BYTES, align_of::<T>(), false).is_some()
-    {
-        class_size(class_of(Self::BYTES, align_of::<T>())) / size_of::<T>()
-    } else {
-        N
+}
+
+/// Whether [`install!`](crate::install) marked the global allocator as specalloc's own
+/// `SpecAlloc` (set before `main` by the constructor the macro emits).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the routines may hand out blocks: [`install!`](crate::install) declared
+/// `SpecAlloc` itself as the global allocator. `false` in a program that installs it by hand,
+/// wraps it, or installs another allocator: the entry points then do what std does.
+///
+/// ```
+/// // This doctest does not call `install!`: the entry points use the global allocator.
+/// assert!(!specalloc_runtime::spec::installed());
+/// let b = specalloc_runtime::spec::boxed(5u64);
+/// assert_eq!(*b, 5);
+/// ```
+#[inline]
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Acquire)
+}
+
+/// Marks the global allocator as `SpecAlloc` itself. Called by the constructor that
+/// [`install!`](crate::install) emits next to its `#[global_allocator]`; not public API.
+///
+/// # Safety
+/// The program's `#[global_allocator]` must be [`SpecAlloc`](crate::SpecAlloc) itself, not a
+/// wrapper around it nor another allocator: blocks from the routines are freed by the global
+/// allocator's `dealloc`, which must be specalloc's.
+#[doc(hidden)]
+pub unsafe fn __declare_global_allocator() {
+    INSTALLED.store(true, Ordering::Release);
+}
+
+/// Declares [`SpecAlloc`](crate::SpecAlloc) as the program's global allocator and lets the
+/// size-specialised routines serve the entry points of this module (and the code
+/// `#[specialize]` generates). Put it once in the binary, or in each test binary:
+/// `install!();` or `install!(static NAME);` to name the static.
+///
+/// It expands to `#[global_allocator] static NAME: SpecAlloc = SpecAlloc;` and a constructor,
+/// run before `main` and before any test (an `.init_array` entry on ELF targets,
+/// `__mod_init_func` on Apple targets, `.CRT$XCU` on Windows), that marks the global
+/// allocator as specalloc's. A program has only one `#[global_allocator]`, so a wrapper can
+/// never be installed together with the mark. Without the mark (a hand-written
+/// `#[global_allocator]`, a wrapper, another allocator, or a target without constructors)
+/// the entry points use the global allocator like the std code they stand for.
+///
+/// ```
+/// specalloc_runtime::install!(static GLOBAL);
+///
+/// assert!(specalloc_runtime::spec::installed());
+/// let v = specalloc_runtime::spec::vec_with_capacity::<u64, 3>();
+/// assert_eq!(v.capacity(), 3);
+/// ```
+#[macro_export]
+macro_rules! install {
+    () => {
+        $crate::install!(static __SPECALLOC_GLOBAL);
+    };
+    (static $name:ident) => {
+        #[global_allocator]
+        static $name: $crate::SpecAlloc = $crate::SpecAlloc;
+
+        const _: () = {
+            extern "C" fn __specalloc_mark_global_allocator() {
+                // SAFETY: the `#[global_allocator]` declared next to this constructor is
+                // `SpecAlloc` itself, and a program has only one global allocator.
+                unsafe { $crate::spec::__declare_global_allocator() }
+            }
+            #[used]
+            #[cfg_attr(
+                any(
+                    target_os = "linux",
+                    target_os = "android",
+                    target_os = "freebsd",
+                    target_os = "netbsd",
+                    target_os = "openbsd",
+                    target_os = "dragonfly",
+                    target_os = "illumos",
+                    target_os = "solaris"
+                ),
+                unsafe(link_section = ".init_array")
+            )]
+            #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func"))]
+            #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+            static __SPECALLOC_MARK: extern "C" fn() = __specalloc_mark_global_allocator;
+        };
     };
 }
 
-#[cold]
-fn oom(layout: Layout) -> ! {
-    std::alloc::handle_alloc_error(layout)
-}
-
-/// Allocates room for one `T`, uninitialised, through the routine of `T`'s size class.
+/// Allocates room for one `T`, uninitialised, through the routine of `T`'s size class
+/// (`Box::new_uninit()`, specialised).
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let mut b = specalloc_runtime::spec::uninit::<u64>();
 /// b.write(7);
 /// assert_eq!(unsafe { b.assume_init() }, Box::new(7));
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn uninit<T>() -> Box<MaybeUninit<T>> {
     let p = (One::<T>::PLAIN)();
     if p.is_null() {
-        oom(Layout::new::<T>());
+        return Box::new_uninit();
     }
-    // SAFETY: `p` is a block of at least `size_of::<T>()` bytes at `align_of::<T>()`, from the
-    // global allocator's runtime (checked on first use), which is what `Box` frees through;
-    // zero-sized `T` gets a dangling aligned pointer, which `Box` never frees.
+    // SAFETY: `p` is a block of at least `size_of::<T>()` bytes at `align_of::<T>()` from a
+    // routine, which hands out blocks only when `SpecAlloc` itself is the global allocator
+    // (`install!`), which is what `Box` frees through; zero-sized `T` gets a dangling aligned
+    // pointer, which `Box` never frees.
     unsafe { Box::from_raw(p.cast()) }
 }
 
-/// Allocates one `T` whose bytes are all zero, through the zeroing routine of its class.
+/// Allocates one `T` whose bytes are all zero, through the zeroing routine of its class
+/// (`Box::new_zeroed()`, specialised).
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let b = specalloc_runtime::spec::zeroed::<[u32; 16]>();
 /// assert_eq!(unsafe { b.assume_init() }, Box::new([0u32; 16]));
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
     let p = (One::<T>::ZEROED)();
     if p.is_null() {
-        oom(Layout::new::<T>());
+        return Box::new_zeroed();
     }
     // SAFETY: as in `uninit`; the block reads zero.
     unsafe { Box::from_raw(p.cast()) }
@@ -212,15 +301,16 @@ pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
 /// Boxes `x` through the routine of `T`'s size class: `Box::new`, specialised.
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let b: Box<dyn std::fmt::Debug> = specalloc_runtime::spec::boxed((1u8, 2u16));
 /// assert_eq!(format!("{b:?}"), "(1, 2)");
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn boxed<T>(x: T) -> Box<T> {
     let p = (One::<T>::PLAIN)();
     if p.is_null() {
-        oom(Layout::new::<T>());
+        return Box::new(x);
     }
     // SAFETY: `p` is a live block for one `T` (see `uninit`); writing initialises it.
     unsafe {
@@ -229,50 +319,50 @@ pub fn boxed<T>(x: T) -> Box<T> {
     }
 }
 
-/// An empty `Vec` with room for at least `N` elements (the whole size class), through the
-/// routine of `N * size_of::<T>()` bytes.
+/// An empty `Vec` with room for exactly `N` elements (`Vec::with_capacity(N)`, specialised),
+/// through the routine of `N * size_of::<T>()` bytes.
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let mut v = specalloc_runtime::spec::vec_with_capacity::<u64, 3>();
-/// assert!(v.capacity() >= 3);
+/// assert_eq!(v.capacity(), 3);
 /// v.extend([1, 2, 3, 4]); // grows by realloc like any Vec
 /// assert_eq!(v, [1, 2, 3, 4]);
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn vec_with_capacity<T, const N: usize>() -> Vec<T> {
     if size_of::<T>() == 0 || N == 0 {
-        return Vec::new();
+        return Vec::with_capacity(N);
     }
     let p = (Array::<T, N>::PLAIN)();
     if p.is_null() {
-        oom(Layout::new::<[T; N]>());
+        return Vec::with_capacity(N);
     }
-    // SAFETY: `p` holds `CAPACITY` elements of `T`, allocated (by the global allocator's runtime)
-    // in the size class that `CAPACITY * size_of::<T>()` maps to, so `Vec` frees or grows it
-    // with a layout of the same class.
-    unsafe { Vec::from_raw_parts(p.cast(), 0, Array::<T, N>::CAPACITY) }
+    // SAFETY: `p` is a block for `N` elements of `T` from a routine (so `SpecAlloc` itself is
+    // the global allocator, see `uninit`), in the size class that `N * size_of::<T>()` maps
+    // to, so `Vec` frees or grows it with a layout of the same class.
+    unsafe { Vec::from_raw_parts(p.cast(), 0, N) }
 }
 
-/// `vec![x; N]` with a constant `N`: `x` is cloned `N - 1` times and moved into the last slot
-/// (dropped when `N` is 0), as the macro does.
+/// `vec![x; N]` with a constant `N`, as std builds it: `x` is cloned `N - 1` times and moved
+/// into the last slot (dropped when `N` is 0), filling the block in one pass (`resize`, which
+/// the compiler turns into a `memset` for bytes).
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let v = specalloc_runtime::spec::vec_from_elem::<_, 3>(String::from("a"));
 /// assert_eq!(v, ["a", "a", "a"]);
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn vec_from_elem<T: Clone, const N: usize>(x: T) -> Vec<T> {
     if N == 0 {
         drop(x);
         return Vec::new();
     }
     let mut v = vec_with_capacity::<T, N>();
-    for _ in 1..N {
-        v.push(x.clone());
-    }
-    v.push(x);
+    v.resize(N, x);
     v
 }
 
@@ -283,45 +373,47 @@ pub fn vec_from_elem<T: Clone, const N: usize>(x: T) -> Vec<T> {
 /// All-zero bytes must be a valid `T`.
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let v = unsafe { specalloc_runtime::spec::vec_zeroed::<u32, 10>() };
 /// assert_eq!(v, [0u32; 10]);
 /// ```
 #[inline(always)]
+#[must_use]
 pub unsafe fn vec_zeroed<T, const N: usize>() -> Vec<T> {
-    if size_of::<T>() == 0 || N == 0 {
-        let mut v = Vec::new();
-        // SAFETY: zero-sized (or no) elements; all-zero is a valid `T` by the caller.
+    let p = if size_of::<T>() == 0 || N == 0 {
+        core::ptr::null_mut()
+    } else {
+        (Array::<T, N>::ZEROED)()
+    };
+    if p.is_null() {
+        let mut v = Vec::with_capacity(N);
+        // SAFETY: room for `N` elements; all-zero bytes are a valid `T` by the caller.
         unsafe {
-            for _ in 0..N {
-                v.push(core::mem::zeroed());
-            }
+            core::ptr::write_bytes(v.as_mut_ptr(), 0, N);
+            v.set_len(N);
         }
         return v;
     }
-    let p = (Array::<T, N>::ZEROED)();
-    if p.is_null() {
-        oom(Layout::new::<[T; N]>());
-    }
-    // SAFETY: as in `vec_with_capacity`; the first `N` elements read zero, a valid `T` by the
+    // SAFETY: as in `vec_with_capacity`; the `N` elements read zero, a valid `T` by the
     // caller's guarantee.
-    unsafe { Vec::from_raw_parts(p.cast(), N, Array::<T, N>::CAPACITY) }
+    unsafe { Vec::from_raw_parts(p.cast(), N, N) }
 }
 
 /// `vec![a, b, c]`: the array's elements moved into a vector allocated through the routine of
 /// the array's size.
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let v = specalloc_runtime::spec::vec_from_array([1u16, 2, 3]);
 /// assert_eq!(v, [1, 2, 3]);
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn vec_from_array<T, const N: usize>(a: [T; N]) -> Vec<T> {
     let mut v = vec_with_capacity::<T, N>();
     let a = MaybeUninit::new(a);
-    // SAFETY: `v` has room for at least `N` elements; the array is moved bit for bit and its
-    // original is never dropped (it is in a `MaybeUninit`).
+    // SAFETY: `v` has room for `N` elements; the array is moved bit for bit and its original
+    // is never dropped (it is in a `MaybeUninit`).
     unsafe {
         core::ptr::copy_nonoverlapping(a.as_ptr().cast::<T>(), v.as_mut_ptr(), N);
         v.set_len(N);
@@ -329,28 +421,31 @@ pub fn vec_from_array<T, const N: usize>(a: [T; N]) -> Vec<T> {
     v
 }
 
-/// An empty `String` with room for at least `N` bytes.
+/// An empty `String` with room for exactly `N` bytes (`String::with_capacity(N)`).
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+/// # specalloc_runtime::install!();
 /// let mut s = specalloc_runtime::spec::string_with_capacity::<32>();
 /// s.push_str("hi");
-/// assert!(s.capacity() >= 32);
+/// assert_eq!(s.capacity(), 32);
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn string_with_capacity<const N: usize>() -> String {
     // SAFETY: an empty vector is valid UTF-8.
     unsafe { String::from_utf8_unchecked(vec_with_capacity::<u8, N>()) }
 }
 
 /// An owned copy of a string whose length `N` is known at compile time (a literal):
-/// `"…".to_string()`, specialised. Panics if `s.len() != N`.
+/// `"…".to_string()`, specialised, with capacity `N` as std gives. Panics if `s.len() != N`.
 ///
 /// ```
-/// # #[global_allocator] static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
-/// assert_eq!(specalloc_runtime::spec::string_from::<3>("abc"), "abc");
+/// # specalloc_runtime::install!();
+/// let s = specalloc_runtime::spec::string_from::<3>("abc");
+/// assert_eq!((s.as_str(), s.capacity()), ("abc", 3));
 /// ```
 #[inline(always)]
+#[must_use]
 pub fn string_from<const N: usize>(s: &str) -> String {
     assert_eq!(s.len(), N, "string_from: length mismatch");
     let mut out = string_with_capacity::<N>();

@@ -19,8 +19,9 @@ use std::sync::mpsc;
 use specalloc_runtime::spec::One;
 use proptest::prelude::*;
 
-#[global_allocator]
-static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+// `install!` (not a hand-written `#[global_allocator]`): the routines serve only a program
+// whose global allocator is marked as `SpecAlloc` itself, and return null otherwise.
+specalloc_runtime::install!(static GLOBAL);
 
 // ---------------------------------------------------------------------------------------------
 // The menu of types for the size-specialised entry points

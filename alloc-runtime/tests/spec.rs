@@ -1,17 +1,22 @@
-//! The size-specialised entry points with the runtime installed: right sizes and alignments,
-//! blocks that the generic path frees and grows, `vec!` semantics, and stats showing the
-//! allocations went through the size classes the routines stand for.
+//! The size-specialised entry points with the runtime installed by `install!`: right sizes and
+//! alignments, exact capacities, blocks that the generic path frees and grows, `vec!`
+//! semantics, sizes no routine serves (std's behaviour, panics included), and stats showing
+//! the allocations went through the size classes the routines stand for.
 
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::mem::{align_of, size_of};
 use std::rc::Rc;
 
-use specalloc_runtime::size_class::{class_of, class_size};
+use specalloc_runtime::size_class::class_of;
 use specalloc_runtime::spec;
 
-#[global_allocator]
-static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+specalloc_runtime::install!(static GLOBAL);
+
+#[test]
+fn install_marks_the_global_allocator() {
+    assert!(spec::installed());
+}
 
 fn check_box<T: Copy + PartialEq + std::fmt::Debug>(x: T) {
     let b = spec::boxed(x);
@@ -82,22 +87,38 @@ fn the_generic_path_frees_and_grows_specialised_blocks() {
     // And the generic path's blocks can be freed through `dealloc` like the routines' ones.
     let layout = Layout::new::<[u64; 3]>();
     let p = (spec::One::<[u64; 3]>::PLAIN)();
+    assert!(!p.is_null());
     // SAFETY: a block for `[u64; 3]`, freed once with its layout.
     unsafe { specalloc_runtime::dealloc(p, layout) };
 }
 
 #[test]
-fn vectors_get_their_whole_class() {
+fn vectors_get_exactly_the_capacity_asked_for() {
     let v = spec::vec_with_capacity::<u32, 5>();
-    assert_eq!(v.capacity(), class_size(class_of(20, 4)) / 4);
-    assert_eq!(v.capacity(), 6);
+    assert_eq!(v.capacity(), 5);
     let v = spec::vec_with_capacity::<u64, 100>();
-    assert_eq!(v.capacity(), class_size(class_of(800, 8)) / 8);
-    // Tiny vectors keep their exact capacity.
-    let s = spec::string_with_capacity::<5>();
-    assert_eq!(s.capacity(), 5);
+    assert_eq!(v.capacity(), 100);
+    let s = spec::string_with_capacity::<100>();
+    assert_eq!(s.capacity(), 100);
+    let s = spec::string_from::<17>("seventeen chars!!");
+    assert_eq!(s.capacity(), 17);
     let z = spec::vec_with_capacity::<(), 10>();
     assert_eq!(z.capacity(), usize::MAX);
+    let v = spec::vec_from_elem::<u64, 7>(3);
+    assert_eq!((v.len(), v.capacity()), (7, 7));
+    // SAFETY: zero is a valid u64.
+    let v = unsafe { spec::vec_zeroed::<u64, 9>() };
+    assert_eq!((v.len(), v.capacity()), (9, 9));
+}
+
+#[test]
+fn sizes_no_routine_serves_compile_and_behave_like_std() {
+    // `[u64; usize::MAX]` has no size: the entry point compiles and panics like std.
+    let r = std::panic::catch_unwind(|| spec::vec_with_capacity::<u64, { usize::MAX }>());
+    let std_r = std::panic::catch_unwind(|| Vec::<u64>::with_capacity(usize::MAX));
+    assert!(r.is_err() && std_r.is_err());
+    let v = spec::vec_with_capacity::<u8, 100_000>();
+    assert_eq!(v.capacity(), 100_000);
 }
 
 #[derive(Clone)]

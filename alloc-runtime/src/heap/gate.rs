@@ -1,12 +1,13 @@
 //! The size-specialised routines' view of the heap. They use the same fast paths as the generic
 //! path, but through a thread-local of their own (`SPEC_HEAP`) that stays the sentinel until the
 //! first routine called on the thread has checked that blocks from the routines may be handed
-//! out at all (see [`ensure_spec_heap`]). Every later call goes straight to the fast path: the
+//! out at all, that is that `install!` declared `SpecAlloc` itself as the global allocator (see
+//! [`ensure_spec_heap`]); otherwise the routines return null and the entry points use std. Every later call goes straight to the fast path: the
 //! check costs nothing after the first miss.
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::fast::{alloc_tiny_in, alloc_wide_in};
 use super::{current_heap, empty_heap, lifecycle, slow, Heap, EMPTY_HEAP};
@@ -53,16 +54,20 @@ fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     slow::alloc_slow(class, size, zeroed)
 }
 
-/// Whether this allocator is the program's global allocator: 0 not checked yet, 1 yes, 2 no.
-static GLOBAL_CHECK: AtomicU8 = AtomicU8::new(0);
-
-/// Makes the size-specialised routines usable on this thread: gives it a heap, and checks (once
-/// per process) that this allocator is the global allocator. Blocks from these routines are
-/// handed to `Box`/`Vec`, which free them through the global allocator: with another one
-/// installed that would corrupt memory, so it panics instead, naming the fix.
+/// Makes the size-specialised routines usable on this thread: checks that
+/// [`install!`](crate::install) marked `SpecAlloc` itself as the global allocator, then gives
+/// the thread a heap. Blocks from these routines are handed to `Box`/`Vec`, which free them
+/// through the global allocator: a wrapper or another allocator would see blocks it never
+/// allocated, so without the mark this returns `false` and the routine returns null, which
+/// sends the entry point (`spec.rs`) to the std code it stands for. The thread's routine heap
+/// stays the sentinel then, so each call asks again (cheaply: one load), and a thread that
+/// started before the mark was set picks it up.
 #[cold]
 #[inline(never)]
 fn ensure_spec_heap() -> bool {
+    if !crate::spec::installed() {
+        return false;
+    }
     if lifecycle::exited() {
         // A destructor after this thread's teardown: the generic path serves it.
         return true;
@@ -74,33 +79,34 @@ fn ensure_spec_heap() -> bool {
             None => return false,
         };
     }
-    if GLOBAL_CHECK.load(Ordering::Acquire) != 1 {
-        check_global_allocator();
+    if !VERIFIED.load(Ordering::Acquire) {
+        verify_global_allocator();
     }
     SPEC_HEAP.with(|c| c.set(heap));
     true
 }
 
+/// Whether [`verify_global_allocator`] has run.
+static VERIFIED: AtomicBool = AtomicBool::new(false);
+
+/// A sanity check of the mark, once per process: a block of the global allocator must be one
+/// of specalloc's. It cannot fail when the mark was set by `install!` (whose
+/// `#[global_allocator]` is `SpecAlloc`); it guards against a misuse of the hidden marking
+/// function with another allocator installed.
 #[cold]
-fn check_global_allocator() {
+fn verify_global_allocator() {
     let layout = core::alloc::Layout::from_size_align(24, 8).expect("valid layout");
     // SAFETY: a non-zero-sized layout; the block is freed right below with the same layout.
     let p = unsafe { std::alloc::alloc(layout) };
-    let ours = !p.is_null() && crate::chunk::owns(p);
+    let ours = p.is_null() || crate::chunk::owns(p);
     if !p.is_null() {
         // SAFETY: allocated just above by the global allocator with `layout`.
         unsafe { std::alloc::dealloc(p, layout) };
     }
-    if ours {
-        GLOBAL_CHECK.store(1, Ordering::Release);
-        return;
-    }
-    GLOBAL_CHECK.store(2, Ordering::Release);
-    panic!(
-        "specalloc: a size-specialised allocation routine was called, but specalloc is not the \
-         global allocator, so the Box or Vec it built would be freed by another allocator. \
-         Install it in your binary: `#[global_allocator] static GLOBAL: specalloc::SpecAlloc = \
-         specalloc::SpecAlloc;` (or build with the `no-size-specialized` feature, which sends \
-         every specialised entry point to the global allocator)."
+    assert!(
+        ours,
+        "specalloc: the global allocator was marked as SpecAlloc, but its blocks are not \
+         specalloc's (was `spec::__declare_global_allocator` called by hand?)"
     );
+    VERIFIED.store(true, Ordering::Release);
 }
