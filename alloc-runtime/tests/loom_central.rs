@@ -1,10 +1,11 @@
-//! loom models of the span hand-offs through the central pools (`src/heap.rs`): a thread exit
-//! abandons its span into the pool (`abandon` -> `give_away` -> `central_push`), other threads
-//! free blocks of the span (`free_slow` -> `free_to_central`, or the remote list), and a refill
-//! adopts it (`refill` -> `central_pop`), while an emptied span goes back to the page heap
-//! (`release_span`) from whichever side freed its last block.
+//! loom models of the span hand-offs through the central pools, compiled from the runtime's
+//! own protocol source (`src/heap/central_proto.rs`, as `heap/central.rs` compiles it): a
+//! thread exit abandons its span into the pool (`abandon` -> `give_away` -> `central_push`),
+//! other threads free blocks of the span (`free_slow` -> `free_to_central`, or the remote list),
+//! and a refill adopts it (`refill` -> `central_pop`), while an emptied span goes back to the
+//! page heap (`release_span`) from whichever side freed its last block.
 //!
-//! The model mirrors those functions on a three-block span:
+//! The model binds the protocol to a three-block span:
 //! - the owner-only fields (`used`, the local free list) are `loom::cell::UnsafeCell`s, so loom
 //!   reports every access that is not ordered after the previous owner's (the real fields are
 //!   `Cell`s that only the owner, or the holder of the pool lock, may touch);
@@ -31,10 +32,16 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 
-/// `ListTag` values of `span.rs`.
-const TAG_NONE: u8 = 0;
+mod proto {
+    use std::ops::DerefMut;
+
+    include!("../src/heap/central_proto.rs");
+}
+
+use proto::{PoolList, PoolSpan, TAG_CENTRAL, TAG_NONE};
+
+/// `ListTag::Current` of `span.rs`.
 const TAG_CURRENT: u8 = 1;
-const TAG_CENTRAL: u8 = 4;
 
 /// Runs a loom model with at most `preemptions` preemptions per execution (`None`: exhaustive).
 fn model<F: Fn() + Sync + Send + 'static>(preemptions: Option<usize>, f: F) {
@@ -72,73 +79,181 @@ struct Span {
     blocks: [GhostU8; BLOCKS],
 }
 
-/// The model's central pool of the span's class (`heap::CENTRAL[class]`): the spans it holds
-/// (only ours, id 0, in these models).
-type Pool = Mutex<Vec<usize>>;
-
-/// How `central_push` orders its writes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Push {
-    /// As `heap::central_push` does today: the owner word and the tag are written before the
-    /// pool lock is taken.
-    TagThenLock,
-    /// The owner word and the tag written under the pool lock.
-    TagUnderLock,
-}
-
-struct World {
-    span: Span,
-    pool: Pool,
-    push: Push,
-}
-
-impl World {
-    /// A span that is heap `HEAP_OLD`'s current span, with the blocks of `live` handed out.
-    fn owned_current(live: &[usize], push: Push) -> World {
-        World::new(live, TAG_CURRENT, HEAP_OLD, 1, false, push)
-    }
-
-    /// A span abandoned earlier into the central pool, with the blocks of `live` handed out.
-    fn in_central(live: &[usize], push: Push) -> World {
-        World::new(live, TAG_CENTRAL, 0, 0, true, push)
-    }
-
-    fn new(live: &[usize], tag: u8, owner: usize, pin: u32, pooled: bool, push: Push) -> World {
-        let blocks = [GhostU8::new(FREE), GhostU8::new(FREE), GhostU8::new(FREE)];
-        for &b in live {
-            blocks[b].store(LIVE, SeqCst);
-        }
-        World {
-            span: Span {
-                used: UnsafeCell::new(live.len() as u32 + pin),
-                free: UnsafeCell::new((0..BLOCKS).filter(|b| !live.contains(b)).collect()),
-                tag: AtomicU8::new(tag),
-                owner: AtomicUsize::new(owner),
-                remote: AtomicUsize::new(0),
-                released: GhostUsize::new(0),
-                blocks,
-            },
-            pool: Mutex::new(if pooled { vec![0] } else { Vec::new() }),
-            push,
-        }
-    }
-
+impl Span {
     fn used(&self) -> u32 {
         // SAFETY: a read by the span's current owner (checked by loom).
-        self.span.used.with(|u| unsafe { *u })
+        self.used.with(|u| unsafe { *u })
     }
 
     fn set_used(&self, v: u32) {
         // SAFETY: a write by the span's current owner (checked by loom).
-        self.span.used.with_mut(|u| unsafe { *u = v });
+        self.used.with_mut(|u| unsafe { *u = v });
     }
 
     fn assert_not_released(&self, what: &str) {
         assert_eq!(
-            self.span.released.load(SeqCst),
+            self.released.load(SeqCst),
             0,
             "{what} after the span's release"
         );
+    }
+
+    /// `remote::free_remote` with the span's remote state NONE: a push on the remote list.
+    fn push_remote(&self, b: usize) {
+        self.assert_not_released("remote free");
+        let old = self.remote.fetch_or(1 << b, Ordering::Release);
+        assert_eq!(old & (1 << b), 0, "block {b} on the remote list twice");
+    }
+}
+
+impl PoolSpan for Span {
+    fn tag(&self) -> u8 {
+        self.tag.load(Ordering::Relaxed)
+    }
+
+    fn set_tag(&self, tag: u8) {
+        self.tag.store(tag, Ordering::Relaxed);
+    }
+
+    fn set_owner(&self, heap: usize) {
+        self.owner.store(heap, Ordering::Relaxed);
+    }
+
+    fn used(&self) -> u32 {
+        Span::used(self)
+    }
+
+    fn set_used(&self, used: u32) {
+        Span::set_used(self, used);
+    }
+
+    /// `Span::push_local` (by the owner, or the holder of the pool lock).
+    unsafe fn push_local(&self, b: usize) {
+        self.assert_not_released("local free");
+        // SAFETY: a write by the span's current owner (checked by loom).
+        self.free.with_mut(|f| unsafe { (*f).push(b) });
+    }
+
+    /// `heap::collect_remote`: the remote list onto the local free list.
+    fn collect_remote(&self) -> u32 {
+        let bits = self.remote.swap(0, Ordering::Acquire);
+        if bits == 0 {
+            return 0;
+        }
+        let n = bits.count_ones();
+        for b in 0..BLOCKS {
+            if bits & (1 << b) != 0 {
+                // SAFETY: a block of ours taken off the remote list.
+                unsafe { self.push_local(b) };
+            }
+        }
+        let used = Span::used(self);
+        assert!(
+            used >= n,
+            "more remote frees ({n}) than used blocks ({used})"
+        );
+        Span::set_used(self, used - n);
+        n
+    }
+
+    /// `heap::release_span`: the span's pages go back to the page heap.
+    unsafe fn release(&self) {
+        assert_eq!(Span::used(self), 0, "released a span with live blocks");
+        assert_eq!(self.remote.load(Ordering::Relaxed), 0);
+        assert_eq!(self.released.fetch_add(1, SeqCst), 0, "span released twice");
+        self.owner.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The model's central pool of the span's class (`heap::CENTRAL[class]`): the spans it holds
+/// (only ours, in these models).
+struct PoolSpans(Vec<*const Span>);
+// SAFETY: the pointers name the `World`'s span, which outlives every thread of a model.
+unsafe impl Send for PoolSpans {}
+
+impl PoolList<Span> for PoolSpans {
+    fn push(&mut self, span: &Span) {
+        span.assert_not_released("central push");
+        self.0.push(span);
+    }
+
+    /// The real list is intrusive: unlinking a span that is not on it corrupts the pool (and
+    /// trips `SpanList::unlink`'s debug assertion), which the model reports here.
+    fn unlink(&mut self, span: &Span) {
+        let i = self
+            .0
+            .iter()
+            .position(|&s| std::ptr::eq(s, span))
+            .expect("unlinked a span that is not in the central pool");
+        self.0.remove(i);
+    }
+
+    fn pop(&mut self) -> Option<*const Span> {
+        self.0.pop()
+    }
+}
+
+type Pool = Mutex<PoolSpans>;
+
+struct World {
+    span: Box<Span>,
+    pool: Pool,
+}
+
+impl World {
+    /// A span that is heap `HEAP_OLD`'s current span, with the blocks of `live` handed out.
+    fn owned_current(live: &[usize]) -> World {
+        World::new(live, TAG_CURRENT, HEAP_OLD, 1, false)
+    }
+
+    /// A span abandoned earlier into the central pool, with the blocks of `live` handed out.
+    fn in_central(live: &[usize]) -> World {
+        World::new(live, TAG_CENTRAL, 0, 0, true)
+    }
+
+    fn new(live: &[usize], tag: u8, owner: usize, pin: u32, pooled: bool) -> World {
+        let blocks = [GhostU8::new(FREE), GhostU8::new(FREE), GhostU8::new(FREE)];
+        for &b in live {
+            blocks[b].store(LIVE, SeqCst);
+        }
+        let span = Box::new(Span {
+            used: UnsafeCell::new(live.len() as u32 + pin),
+            free: UnsafeCell::new((0..BLOCKS).filter(|b| !live.contains(b)).collect()),
+            tag: AtomicU8::new(tag),
+            owner: AtomicUsize::new(owner),
+            remote: AtomicUsize::new(0),
+            released: GhostUsize::new(0),
+            blocks,
+        });
+        let pooled = if pooled {
+            vec![&*span as *const Span]
+        } else {
+            Vec::new()
+        };
+        World {
+            span,
+            pool: Mutex::new(PoolSpans(pooled)),
+        }
+    }
+
+    /// How often the pool holds the span.
+    fn pooled(&self) -> usize {
+        let me = &*self.span as *const Span;
+        self.pool
+            .lock()
+            .unwrap()
+            .0
+            .iter()
+            .filter(|&&s| s == me)
+            .count()
+    }
+
+    fn used(&self) -> u32 {
+        self.span.used()
+    }
+
+    fn set_used(&self, v: u32) {
+        self.span.set_used(v);
     }
 
     /// Ghost: the holder of `b` gives it up.
@@ -150,125 +265,19 @@ impl World {
         );
     }
 
-    /// `Span::push_local` (by the owner, or the holder of the pool lock).
-    fn push_local(&self, b: usize) {
-        self.assert_not_released("local free");
-        // SAFETY: a write by the span's current owner (checked by loom).
-        self.span.free.with_mut(|f| unsafe { (*f).push(b) });
-    }
-
-    /// `remote::free_remote` with the span's remote state NONE: a push on the remote list.
-    fn push_remote(&self, b: usize) {
-        self.assert_not_released("remote free");
-        let old = self.span.remote.fetch_or(1 << b, Ordering::Release);
-        assert_eq!(old & (1 << b), 0, "block {b} on the remote list twice");
-    }
-
-    /// `heap::collect_remote`: the remote list onto the local free list.
-    fn collect_remote(&self) -> u32 {
-        let bits = self.span.remote.swap(0, Ordering::Acquire);
-        if bits == 0 {
-            return 0;
-        }
-        let n = bits.count_ones();
-        for b in 0..BLOCKS {
-            if bits & (1 << b) != 0 {
-                self.push_local(b);
-            }
-        }
-        let used = self.used();
-        assert!(
-            used >= n,
-            "more remote frees ({n}) than used blocks ({used})"
-        );
-        self.set_used(used - n);
-        n
-    }
-
-    /// `heap::release_span`: the span's pages go back to the page heap.
-    fn release_span(&self) {
-        assert_eq!(self.used(), 0, "released a span with live blocks");
-        assert_eq!(self.span.remote.load(Ordering::Relaxed), 0);
-        assert_eq!(
-            self.span.released.fetch_add(1, SeqCst),
-            0,
-            "span released twice"
-        );
-        self.span.owner.store(0, Ordering::Relaxed);
-    }
-
-    /// `heap::unlink` of the span from the pool's list (the caller holds the lock). The real
-    /// list is intrusive: unlinking a span that is not on it corrupts the pool (and trips
-    /// `unlink`'s debug assertion), which the model reports here.
-    fn unlink(list: &mut Vec<usize>) {
-        let i = list
-            .iter()
-            .position(|&s| s == 0)
-            .expect("unlinked a span that is not in the central pool");
-        list.remove(i);
-    }
-
-    /// `heap::central_push`.
-    fn central_push(&self) {
-        if self.push == Push::TagThenLock {
-            self.span.owner.store(0, Ordering::Relaxed);
-            self.span.tag.store(TAG_CENTRAL, Ordering::Relaxed);
-        }
-        let mut c = self.pool.lock().unwrap();
-        if self.push == Push::TagUnderLock {
-            self.span.owner.store(0, Ordering::Relaxed);
-            self.span.tag.store(TAG_CENTRAL, Ordering::Relaxed);
-        }
-        self.assert_not_released("central push");
-        c.push(0);
-    }
-
-    /// `heap::central_pop`: whether the pool held the span (which the caller now owns).
-    fn central_pop(&self) -> bool {
-        let mut c = self.pool.lock().unwrap();
-        if c.is_empty() {
-            return false;
-        }
-        Self::unlink(&mut c);
-        self.span.tag.store(TAG_NONE, Ordering::Relaxed);
-        true
-    }
-
-    /// `heap::give_away`: an owned span on no list goes to the page heap if empty, else to the
-    /// pool.
-    fn give_away(&self) {
-        self.collect_remote();
-        if self.used() == 0 {
-            self.release_span();
-        } else {
-            self.central_push();
-        }
-    }
-
-    /// `heap::abandon` for the exiting heap's current span (already quiesced): unpin, give away.
+    /// `heap::abandon` for the exiting heap's current span (already quiesced): unpin, give away
+    /// (the runtime's `central::give_away`, from the shared source).
     fn owner_exits(&self) {
         self.span.tag.store(TAG_NONE, Ordering::Relaxed);
         self.set_used(self.used() - 1);
-        self.give_away();
+        // SAFETY: the exiting owner owns the span.
+        unsafe { proto::give_away(&*self.span, || self.pool.lock().unwrap()) };
     }
 
-    /// `heap::free_to_central`: frees `b` acting as the abandoned span's owner under the pool
-    /// lock; false if the span was adopted meanwhile.
+    /// `heap::central::free_to_central`, from the shared source.
     fn free_to_central(&self, b: usize) -> bool {
-        let mut c = self.pool.lock().unwrap();
-        if self.span.tag.load(Ordering::Relaxed) != TAG_CENTRAL {
-            return false;
-        }
-        self.push_local(b);
-        self.set_used(self.used() - 1);
-        self.collect_remote();
-        if self.used() == 0 {
-            Self::unlink(&mut c);
-            drop(c);
-            self.span.tag.store(TAG_NONE, Ordering::Relaxed);
-            self.release_span();
-        }
-        true
+        // SAFETY: `b` is a live block of the span, freed once (the ghost checks it).
+        unsafe { proto::free_to_central(self.pool.lock().unwrap(), &*self.span, b) }
     }
 
     /// `heap::free_slow` for a thread that does not own the span: through the pool if the span
@@ -277,7 +286,7 @@ impl World {
         self.ghost_free(b);
         let done = self.span.owner.load(Ordering::Relaxed) == 0 && self.free_to_central(b);
         if !done {
-            self.push_remote(b);
+            self.span.push_remote(b);
         }
     }
 
@@ -285,11 +294,12 @@ impl World {
     /// `make_current`), then one allocation from the adopted span if it has a free block.
     /// Returns whether it adopted the span.
     fn adopt_and_alloc(&self, heap: usize) -> bool {
-        if !self.central_pop() {
+        let Some(s) = proto::central_pop(self.pool.lock().unwrap()) else {
             return false;
-        }
+        };
+        assert_eq!(s, &*self.span as *const Span);
         self.span.owner.store(heap, Ordering::Relaxed);
-        self.collect_remote();
+        self.span.collect_remote();
         self.span.tag.store(TAG_CURRENT, Ordering::Relaxed);
         self.set_used(self.used() + 1);
         // SAFETY: the adopter owns the span now (checked by loom).
@@ -309,13 +319,7 @@ impl World {
         let live = (0..BLOCKS)
             .filter(|&b| self.span.blocks[b].load(SeqCst) == LIVE)
             .count() as u32;
-        let pooled = self
-            .pool
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|&&s| s == 0)
-            .count();
+        let pooled = self.pooled();
         if self.span.released.load(SeqCst) == 1 {
             assert_eq!(live, 0, "span released with live blocks");
             assert_eq!(pooled, 0, "released span left in the central pool");
@@ -335,7 +339,7 @@ impl World {
             t => panic!("span lost: tag {t}, not released"),
         }
         // Whoever owns the span next collects its remote list.
-        self.collect_remote();
+        self.span.collect_remote();
         let pin = u32::from(tag == TAG_CURRENT);
         assert_eq!(
             self.used(),
@@ -358,9 +362,9 @@ impl World {
 /// The thread-exit race: the span is its owner's current span, holding one live block that
 /// another thread holds. The owner exits (abandoning the span to the pool) while that thread
 /// frees the block and a third thread's refill tries to adopt the span.
-fn exit_vs_free_vs_adopt(push: Push) {
-    loom::model(move || {
-        let w = Arc::new(World::owned_current(&[0], push));
+fn exit_vs_free_vs_adopt() {
+    loom::model(|| {
+        let w = Arc::new(World::owned_current(&[0]));
         let w1 = w.clone();
         let freer = loom::thread::spawn(move || w1.free_foreign(0));
         let w2 = w.clone();
@@ -373,13 +377,13 @@ fn exit_vs_free_vs_adopt(push: Push) {
 }
 
 /// Thread exit pushes a span into the pool while another thread frees its last block and a third
-/// adopts it. `central_push` writes the owner word and the tag under the pool lock (as in
-/// heap.rs): the books balance and the span is released at most once. (Writing them before
-/// taking the lock, as heap.rs once did, lets the freer release a span the exiting thread then
-/// pushes into the pool: the bug this model found.)
+/// adopts it. `central_push` writes the owner word and the tag under the pool lock: the books
+/// balance and the span is released at most once. (Writing them before taking the lock, as the
+/// runtime once did, lets the freer release a span the exiting thread then pushes into the
+/// pool: the bug this model found when it was a hand-written copy.)
 #[test]
 fn exit_vs_free_vs_adopt_tag_under_lock() {
-    exit_vs_free_vs_adopt(Push::TagUnderLock);
+    exit_vs_free_vs_adopt();
 }
 
 /// The exit race with two live blocks: one freed by another thread while the owner exits, the
@@ -388,7 +392,7 @@ fn exit_vs_free_vs_adopt_tag_under_lock() {
 #[test]
 fn exit_vs_free_keeps_other_block_tag_under_lock() {
     loom::model(|| {
-        let w = Arc::new(World::owned_current(&[0, 1], Push::TagUnderLock));
+        let w = Arc::new(World::owned_current(&[0, 1]));
         let w1 = w.clone();
         let freer = loom::thread::spawn(move || w1.free_foreign(0));
         w.owner_exits();
@@ -408,7 +412,7 @@ fn exit_vs_free_keeps_other_block_tag_under_lock() {
 #[test]
 fn pooled_span_frees_vs_adopt() {
     model(Some(4), || {
-        let w = Arc::new(World::in_central(&[0, 1], Push::TagUnderLock));
+        let w = Arc::new(World::in_central(&[0, 1]));
         let w1 = w.clone();
         let f1 = loom::thread::spawn(move || w1.free_foreign(0));
         let w2 = w.clone();
@@ -430,7 +434,7 @@ fn pooled_span_frees_vs_adopt() {
 #[test]
 fn pooled_span_last_free_vs_adopt() {
     loom::model(|| {
-        let w = Arc::new(World::in_central(&[2], Push::TagUnderLock));
+        let w = Arc::new(World::in_central(&[2]));
         let w1 = w.clone();
         let f = loom::thread::spawn(move || w1.free_foreign(2));
         let adopted = w.adopt_and_alloc(HEAP_NEW);
@@ -445,13 +449,13 @@ fn pooled_span_last_free_vs_adopt() {
 #[test]
 fn pooled_span_two_frees_release_once() {
     loom::model(|| {
-        let w = Arc::new(World::in_central(&[0, 1], Push::TagUnderLock));
+        let w = Arc::new(World::in_central(&[0, 1]));
         let w1 = w.clone();
         let f = loom::thread::spawn(move || w1.free_foreign(0));
         w.free_foreign(1);
         f.join().unwrap();
         assert_eq!(w.span.released.load(SeqCst), 1);
-        assert!(w.pool.lock().unwrap().is_empty());
+        assert_eq!(w.pooled(), 0);
         assert_eq!(
             w.span.remote.load(Ordering::Relaxed),
             0,

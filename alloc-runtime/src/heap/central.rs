@@ -2,13 +2,25 @@
 //! Nobody owns a pooled span; whoever holds its pool's lock acts as its owner. Frees into a
 //! pooled span are done under the lock ([`free_to_central`]), so the span goes back to the page
 //! heap with its last block; a refill of the class adopts pooled spans ([`central_pop`]).
-
-use core::sync::atomic::Ordering;
+//!
+//! The protocol is in `central_proto.rs`, shared with the loom model `tests/loom_central.rs`;
+//! this file binds it to [`Span`] and the pools' locks.
 
 use super::list::SpanList;
 use super::slow::{collect_remote, release_span};
 use crate::lock::SpinLock;
-use crate::span::{ListTag, Span, SPAN_CLASSES};
+use crate::span::{Block, ListTag, Span, SPAN_CLASSES};
+
+/// The central-pool protocol (shared with the loom model).
+mod proto {
+    #![allow(dead_code)]
+    use core::ops::DerefMut;
+
+    include!("central_proto.rs");
+}
+
+const _: () = assert!(proto::TAG_CENTRAL == ListTag::Central as u8);
+const _: () = assert!(proto::TAG_NONE == ListTag::None as u8);
 
 /// One class's pool.
 pub(super) struct Central {
@@ -18,6 +30,61 @@ pub(super) struct Central {
 // SAFETY: the list is only touched under its lock.
 unsafe impl Send for Central {}
 
+impl proto::PoolList<Span> for Central {
+    fn push(&mut self, span: &Span) {
+        self.list.push_front(span);
+        self.len += 1;
+    }
+
+    fn unlink(&mut self, span: &Span) {
+        self.list.unlink(span);
+        self.len -= 1;
+    }
+
+    fn pop(&mut self) -> Option<*const Span> {
+        let s = self.list.pop_front()? as *const Span;
+        self.len -= 1;
+        Some(s)
+    }
+}
+
+impl proto::PoolSpan for Span {
+    fn tag(&self) -> u8 {
+        self.list.get()
+    }
+
+    fn set_tag(&self, tag: u8) {
+        self.list.set(tag);
+    }
+
+    fn set_owner(&self, heap: usize) {
+        self.owner
+            .store(heap, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn used(&self) -> u32 {
+        self.used.get()
+    }
+
+    fn set_used(&self, used: u32) {
+        self.used.set(used);
+    }
+
+    unsafe fn push_local(&self, block: usize) {
+        // SAFETY: forwarded; the caller acts as the span's owner.
+        unsafe { Span::push_local(self, block as *mut Block) }
+    }
+
+    fn collect_remote(&self) -> u32 {
+        collect_remote(self)
+    }
+
+    unsafe fn release(&self) {
+        // SAFETY: forwarded.
+        unsafe { release_span(self) }
+    }
+}
+
 /// The pools, one per span class.
 pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
     SpinLock::new(Central {
@@ -26,54 +93,32 @@ pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
     })
 }; SPAN_CLASSES];
 
-/// Frees `p` into an abandoned span, acting as its owner under the central lock, so that spans
-/// of exited threads go back to the page heap as soon as their last block is freed. Returns
+/// Frees `p` into an abandoned span under its pool's lock (see `central_proto.rs`). Returns
 /// false (and does nothing) if the span has been adopted meanwhile.
 ///
 /// # Safety
-/// `p` is a live block of `s`, of class `class`.
+/// `p` is a live small block of `s`, of class `class`.
 pub(super) unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool {
-    let mut c = CENTRAL[class].lock();
-    if s.tag() != ListTag::Central {
-        return false;
-    }
-    // SAFETY: a span in the central pool is owned by whoever holds its lock: us.
-    unsafe { s.push_local(p.cast()) };
-    s.used.set(s.used.get() - 1);
-    collect_remote(s);
-    if s.used.get() == 0 {
-        c.list.unlink(s);
-        c.len -= 1;
-        drop(c);
-        s.set_tag(ListTag::None);
-        // SAFETY: no live block, off every list, and nobody else can reach it (its owner word
-        // is 0 and its tag no longer Central, so frees go to its remote list, and it has no
-        // live block to free).
-        unsafe { release_span(s) };
-    }
-    true
+    // SAFETY: forwarded.
+    unsafe { proto::free_to_central(CENTRAL[class].lock(), s, p as usize) }
 }
 
-/// Puts an abandoned span (owned by the caller, on no list, quiesced) in its class's pool.
-pub(super) fn central_push(class: usize, s: &Span) {
-    let mut c = CENTRAL[class].lock();
-    // Under the lock: a thread that sees owner 0 and frees into the span through
-    // `free_to_central` must find it on the pool list, after everything we did to it.
-    s.owner.store(0, Ordering::Relaxed);
-    s.set_tag(ListTag::Central);
-    c.list.push_front(s);
-    c.len += 1;
+/// Gives away a span the exiting owner took off its lists: to the page heap if empty, else to
+/// its class's pool.
+///
+/// # Safety
+/// The caller owns `s`, which is quiesced.
+pub(super) unsafe fn give_away(s: &Span) {
+    let class = s.class.get() as usize;
+    // SAFETY: forwarded.
+    unsafe { proto::give_away(s, || CENTRAL[class].lock()) }
 }
 
 /// Takes a span out of `class`'s pool; the caller owns it from then on.
 pub(super) fn central_pop(class: usize) -> Option<&'static Span> {
-    let mut c = CENTRAL[class].lock();
-    let s = c.list.pop_front()?;
+    let s = proto::central_pop(CENTRAL[class].lock())?;
     // SAFETY: descriptors live in chunk headers, which are never unmapped.
-    let s: &'static Span = unsafe { &*(s as *const Span) };
-    s.set_tag(ListTag::None);
-    c.len -= 1;
-    Some(s)
+    Some(unsafe { &*s })
 }
 
 /// Spans in the central pool of each class.

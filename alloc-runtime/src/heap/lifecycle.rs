@@ -8,12 +8,12 @@ use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::central::{central_push, CENTRAL};
-use super::slow::{alloc_from, collect_remote, process_delayed, release_span};
+use super::central::{give_away, CENTRAL};
+use super::slow::{alloc_from, process_delayed};
 use super::{empty_heap, Heap, HEAP};
 use crate::lock::SpinLock;
 use crate::remote;
-use crate::span::{empty_span, ListTag, Span, SPAN_CLASSES};
+use crate::span::{empty_span, Span, SPAN_CLASSES};
 
 struct HeapPool {
     /// Unused heaps.
@@ -268,29 +268,19 @@ pub(crate) unsafe fn abandon(h: &Heap) {
             // SAFETY: the current span is a live descriptor owned by `h`.
             let s = unsafe { &*cur };
             s.used.set(s.used.get() - 1); // unpin
-            give_away(s);
+            // SAFETY: owned by `h`, quiesced, on no list.
+            unsafe { give_away(s) };
         }
         while let Some(s) = cc.partial.pop_front() {
-            give_away(s);
+            // SAFETY: as above.
+            unsafe { give_away(s) };
         }
     }
     while let Some(s) = h.full.pop_front() {
-        give_away(s);
+        // SAFETY: as above.
+        unsafe { give_away(s) };
     }
     h.empty_kept.set(0);
-}
-
-/// Releases an owned, quiesced span that was just taken off its list: to the page heap if
-/// empty, else to its central pool.
-fn give_away(s: &Span) {
-    s.set_tag(ListTag::None);
-    collect_remote(s);
-    if s.used.get() == 0 {
-        // SAFETY: no live block, on no list, owned.
-        unsafe { release_span(s) };
-    } else {
-        central_push(s.class.get() as usize, s);
-    }
 }
 
 fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {
