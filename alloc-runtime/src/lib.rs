@@ -47,8 +47,14 @@ pub mod spec;
 mod snapshot;
 mod stats;
 #[cfg(feature = "test-hooks")]
+mod hooks;
+/// Test hooks for the fork tests (cargo feature `test-hooks`; never in a normal build).
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub mod test_hooks;
+pub mod test_hooks {
+    pub use crate::heap::hold_lock;
+    pub use crate::hooks::{Lock, ALL_LOCKS, PARKED_IN_DELIVERY, PARK_FOR, PARK_IN_DELIVERY};
+}
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
