@@ -1,6 +1,8 @@
 //! Test hooks (cargo feature `test-hooks`, for the fork tests only; never in a normal build):
 //! park a thread inside each lock and wait state that `fork` must get past, so that a test can
-//! fork right then and check that the child does not hang (see `docs/fork.md`).
+//! fork right then and check that the child does not hang (see `docs/fork.md`). A leaf: the heap
+//! calls [`in_delivery`]; the public `test_hooks` module of the crate root re-exports this and
+//! the heap's `hold_lock`.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -31,14 +33,6 @@ pub const ALL_LOCKS: [Lock; 6] = [
     Lock::HugeCache,
     Lock::PageHeap,
 ];
-
-/// Takes `lock`, sets `held`, keeps the lock for `dur`, then releases it.
-pub fn hold_lock(lock: Lock, held: &AtomicBool, dur: Duration) {
-    crate::heap::test_lock(lock, true);
-    held.store(true, Ordering::Release);
-    std::thread::sleep(dur);
-    crate::heap::test_lock(lock, false);
-}
 
 /// While set, a thread that delivers a span (between claiming a notification and DELIVERED)
 /// stays there for [`PARK_FOR`].

@@ -176,8 +176,8 @@ extern "C" fn fork_prepare() {
 
 /// Takes (`true`) or releases one of this module's locks, or a central pool's (test hooks).
 #[cfg(feature = "test-hooks")]
-pub(crate) fn test_lock(which: crate::test_hooks::Lock, take: bool) {
-    use crate::test_hooks::Lock;
+fn test_lock(which: crate::hooks::Lock, take: bool) {
+    use crate::hooks::Lock;
     let lock: &dyn Fn(bool) = match which {
         // SAFETY (each arm): the test hook takes the lock, then releases it from the same thread.
         Lock::Key => &|t| if t { KEY_LOCK.raw_lock() } else { unsafe { KEY_LOCK.raw_unlock() } },
@@ -194,6 +194,19 @@ pub(crate) fn test_lock(which: crate::test_hooks::Lock, take: bool) {
         Lock::PageHeap => &|t| crate::chunk::fork_lock(t),
     };
     lock(take);
+}
+
+/// Takes `lock`, sets `held`, keeps the lock for `dur`, then releases it (test hooks).
+#[cfg(feature = "test-hooks")]
+pub fn hold_lock(
+    lock: crate::hooks::Lock,
+    held: &core::sync::atomic::AtomicBool,
+    dur: std::time::Duration,
+) {
+    test_lock(lock, true);
+    held.store(true, Ordering::Release);
+    std::thread::sleep(dur);
+    test_lock(lock, false);
 }
 
 /// Releases the locks [`fork_prepare`] took.

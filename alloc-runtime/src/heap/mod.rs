@@ -53,7 +53,7 @@ pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
 pub(crate) use slow::trim_thread;
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec};
 #[cfg(feature = "test-hooks")]
-pub(crate) use lifecycle::test_lock;
+pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 

@@ -355,7 +355,7 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         unsafe {
             remote::free_remote(&span.remote, &span.owner, p as usize, &remote::Deliveries, |hp| {
                 #[cfg(feature = "test-hooks")]
-                crate::test_hooks::in_delivery();
+                crate::hooks::in_delivery();
                 let owner = &*(hp as *const Heap);
                 remote::push_delayed(
                     &owner.delayed,
