@@ -316,6 +316,14 @@ fn scavenge(ph: &mut PageHeap, target: usize) {
     }
 }
 
+/// Returns every free page that still holds memory to the OS (`madvise(MADV_DONTNEED)`), for
+/// `collect()`; [`RETURNED_BYTES`] counts them.
+pub(crate) fn return_free_pages() {
+    let mut ph = PAGE_HEAP.lock();
+    scavenge(&mut ph, 0);
+    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+}
+
 /// Page-heap totals: (chunks, free pages).
 pub(crate) fn page_heap_totals() -> (usize, usize) {
     let ph = PAGE_HEAP.lock();

@@ -29,8 +29,54 @@
 //! - **Statistics**: [`stats()`], per-thread counters merged on read.
 //!
 //! Every failure to get memory from the OS returns null; nothing already handed out is touched.
+//!
+//! # Platform support
+//!
+//! Linux on x86_64 and aarch64 only: the runtime maps memory with `mmap`, resizes huge objects
+//! with the Linux-only `mremap`, and gives pages back with `madvise(MADV_DONTNEED)` and
+//! `MADV_NOHUGEPAGE`. Any other target fails to compile with a message saying so.
+//!
+//! # Operations
+//!
+//! - [`stats()`]: a snapshot of the allocator's counters; it prints human-readable
+//!   (`Display`), and with the `serde` feature it serializes (to JSON, for example).
+//! - [`collect()`]: returns the calling thread's empty spans, the page heap's free pages and
+//!   the cache of freed huge mappings to the OS now, and says how much.
+//! - [`set_large_cache_percent`]: the bound of the huge-mapping cache.
+//!
+//! # Environment variables
+//!
+//! | variable | read | effect |
+//! | --- | --- | --- |
+//! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
+//!
+//! It is the only variable the allocator reads.
+//!
+//! # Debug builds
+//!
+//! When the runtime is compiled with debug assertions (cargo's `dev` profile), the
+//! [`GlobalAlloc`] methods of [`SpecAlloc`] are `#[inline(never)]`: the allocation path is
+//! compiled once, in this crate, at this crate's optimisation level, instead of being
+//! instantiated in the user's crate at its level. With
+//!
+//! ```toml
+//! [profile.dev.package.specalloc-runtime]
+//! opt-level = 3
+//! ```
+//!
+//! in the user's `Cargo.toml`, a program built at `opt-level = 0` allocates at optimised speed.
+//! Release builds (no debug assertions) inline the methods as before.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+compile_error!(
+    "specalloc supports Linux on x86_64 and aarch64 only (it relies on mmap, mremap and \
+     madvise(MADV_DONTNEED/MADV_NOHUGEPAGE)); this target is not supported"
+);
 
 #[cfg(feature = "checked")]
 mod checked;
@@ -80,24 +126,32 @@ pub struct SpecAlloc;
 
 // SAFETY: every method forwards to the functions below, which return blocks of at least the
 // requested size and alignment, never hand out a block twice, and return null on failure.
+//
+// In builds with debug assertions (cargo's `dev` profile) the methods are `#[inline(never)]`, so
+// they are compiled here, at this crate's opt-level (see "Debug builds" in the crate docs),
+// instead of in the user's crate at opt-level 0; release builds inline them as before.
 unsafe impl GlobalAlloc for SpecAlloc {
-    #[inline]
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         alloc(layout)
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded from the caller.
         unsafe { dealloc(ptr, layout) }
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline)]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         alloc_zeroed(layout)
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline(never))]
+    #[cfg_attr(not(debug_assertions), inline)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded from the caller.
         unsafe { realloc(ptr, layout, new_size) }
@@ -274,6 +328,66 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
 /// ```
 pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
+}
+
+/// What [`collect()`] gave back, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Collected {
+    /// Bytes of the calling thread's empty spans handed back to the page heap.
+    pub thread_spans: usize,
+    /// Bytes of free pages of the page heap returned to the OS (`madvise(MADV_DONTNEED)`),
+    /// including those of the thread's spans just handed back (and any that other threads'
+    /// frees returned meanwhile).
+    pub free_pages: usize,
+    /// Bytes of cached freed huge mappings unmapped.
+    pub huge_cache: usize,
+}
+
+impl Collected {
+    /// Bytes returned to the OS: the free pages plus the unmapped huge mappings.
+    ///
+    /// ```
+    /// let c = specalloc_runtime::Collected { thread_spans: 8192, free_pages: 16384, huge_cache: 4096 };
+    /// assert_eq!(c.returned_to_os(), 20480);
+    /// ```
+    pub fn returned_to_os(&self) -> usize {
+        self.free_pages + self.huge_cache
+    }
+}
+
+/// Returns free memory to the OS now, and says how much: the calling thread's empty spans
+/// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees) go back to the
+/// page heap, every free page of the page heap still resident is released with
+/// `madvise(MADV_DONTNEED)`, and the cache of freed huge mappings is unmapped.
+///
+/// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
+/// thread that should trim its own). Live objects are never moved or touched. The cost is a scan
+/// of the thread's partial spans and of the page heap's bitmaps under its lock, plus the system
+/// calls: meant for quiet moments (after a phase, before idling), not for hot loops.
+///
+/// ```
+/// #[global_allocator]
+/// static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+///
+/// let v: Vec<Box<[u8; 1024]>> = (0..4096).map(|_| Box::new([1u8; 1024])).collect();
+/// drop(v);
+/// let c = specalloc_runtime::collect();
+/// assert_eq!(specalloc_runtime::stats().free_resident, 0);
+/// println!("returned {} bytes to the OS", c.returned_to_os());
+/// ```
+pub fn collect() -> Collected {
+    use core::sync::atomic::Ordering::Relaxed;
+    let returned = chunk::RETURNED_BYTES.load(Relaxed);
+    let thread_spans = heap::trim_thread();
+    // Handing the spans back may already have returned pages (the page heap's own bound).
+    chunk::return_free_pages();
+    let free_pages = (chunk::RETURNED_BYTES.load(Relaxed) - returned) as usize;
+    let huge_cache = large::release_cache();
+    Collected {
+        thread_spans,
+        free_pages,
+        huge_cache,
+    }
 }
 
 /// Checked mode: validates a free (or, with `keep`, a block about to be resized) and aborts on
