@@ -14,6 +14,7 @@ use crate::stats::{
 
 /// Statistics of one size class.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ClassStats {
     /// Bytes per object of the class.
     pub size: usize,
@@ -37,7 +38,20 @@ pub struct ClassStats {
 /// assert!(s.bytes_mapped >= s.bytes_in_use || s.bytes_in_use == 0);
 /// println!("{s}");
 /// ```
-#[derive(Clone, Debug)]
+///
+/// With the `serde` feature, `Stats` and [`ClassStats`] implement `serde::Serialize` and
+/// `serde::Deserialize` (`classes` as a sequence of 68 entries), e.g. for JSON:
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # {
+/// let json = serde_json::to_string(&specalloc_runtime::stats()).unwrap();
+/// let back: specalloc_runtime::Stats = serde_json::from_str(&json).unwrap();
+/// assert_eq!(back.classes.len(), 68);
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Stats {
     /// Bytes held by live objects: small objects at their class size, large ones at their
     /// page-rounded or mapped size.
@@ -90,6 +104,7 @@ pub struct Stats {
     /// The cache's bound at its last check (a quarter of the bytes in use by default).
     pub large_cache_limit: usize,
     /// Per-class figures, indexed by class (index 0 unused).
+    #[cfg_attr(feature = "serde", serde(with = "classes_serde"))]
     pub classes: [ClassStats; NUM_CLASSES],
 }
 
@@ -181,42 +196,102 @@ pub fn stats() -> Stats {
     s
 }
 
+/// A byte count, printed in B, KiB, MiB or GiB with one decimal.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+        if self.0 < 1024 {
+            return write!(f, "{} B", self.0);
+        }
+        let mut v = self.0 as f64 / 1024.0;
+        let mut unit = 0;
+        while v >= 1024.0 && unit + 1 < UNITS.len() {
+            v /= 1024.0;
+            unit += 1;
+        }
+        write!(f, "{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// A count, printed with thousands separators (`1,234,567`).
+struct Count(u64);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digits = self.0.to_string();
+        let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(d);
+        }
+        f.pad(&out)
+    }
+}
+
+fn b(n: usize) -> Bytes {
+    Bytes(n as u64)
+}
+
+fn n(n: impl Into<u64>) -> Count {
+    Count(n.into())
+}
+
+/// Human-readable: sizes in B, KiB, MiB or GiB with one decimal, counts with thousands
+/// separators, then one line per size class that was used.
+///
+/// ```
+/// let s = specalloc_runtime::stats().to_string();
+/// assert!(s.starts_with("in use "));
+/// assert!(s.contains("mapped"));
+/// ```
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "in use {} B, mapped {} B, live objects {}, allocs {}, frees {} ({} remote), threads {}",
-            self.bytes_in_use,
-            self.bytes_mapped,
-            self.live_objects,
-            self.allocs,
-            self.frees,
-            self.remote_frees,
-            self.threads
+            "in use {}, mapped {}; live objects {}, allocs {}, frees {} ({} remote); threads {}",
+            b(self.bytes_in_use),
+            b(self.bytes_mapped),
+            n(self.live_objects),
+            n(self.allocs),
+            n(self.frees),
+            n(self.remote_frees),
+            n(self.threads as u64)
         )?;
         writeln!(
             f,
-            "large: {} objects, {} B; chunks {}, free pages {}, central spans {}",
-            self.large_objects, self.large_bytes, self.chunks, self.free_pages, self.central_spans
+            "large: {} objects, {}; chunks {}, free pages {}, central spans {}",
+            n(self.large_objects),
+            b(self.large_bytes),
+            n(self.chunks as u64),
+            n(self.free_pages as u64),
+            n(self.central_spans as u64)
         )?;
         writeln!(
             f,
-            "pages in use {} B (peak {} B), free resident {} B, returned to OS {} B, large cache {} B (limit {} B)",
-            self.pages_in_use,
-            self.peak_in_use,
-            self.free_resident,
-            self.returned_to_os,
-            self.large_cache_bytes,
-            self.large_cache_limit
+            "pages in use {} (peak {}), free resident {}, returned to OS {}, large cache {} (limit {})",
+            b(self.pages_in_use),
+            b(self.peak_in_use),
+            b(self.free_resident),
+            Bytes(self.returned_to_os),
+            b(self.large_cache_bytes),
+            b(self.large_cache_limit)
         )?;
         writeln!(
             f,
             "tiny: {} objects ({} spans), allocs {}, frees {}; heaps made {}",
-            self.tiny_objects, self.tiny_spans, self.tiny_allocs, self.tiny_frees, self.heaps
+            n(self.tiny_objects),
+            n(self.tiny_spans as u64),
+            n(self.tiny_allocs),
+            n(self.tiny_frees),
+            n(self.heaps as u64)
         )?;
         writeln!(
             f,
-            "{:>5} {:>6} {:>12} {:>6} {:>14} {:>14}",
+            "{:>5} {:>6} {:>13} {:>7} {:>15} {:>15}",
             "class", "size", "live", "spans", "allocs", "frees"
         )?;
         for (c, cs) in self.classes.iter().enumerate().skip(1) {
@@ -225,10 +300,72 @@ impl fmt::Display for Stats {
             }
             writeln!(
                 f,
-                "{:>5} {:>6} {:>12} {:>6} {:>14} {:>14}",
-                c, cs.size, cs.live_objects, cs.spans, cs.allocs, cs.frees
+                "{:>5} {:>6} {:>13} {:>7} {:>15} {:>15}",
+                c,
+                cs.size,
+                n(cs.live_objects),
+                n(cs.spans as u64),
+                n(cs.allocs),
+                n(cs.frees)
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+mod classes_serde {
+    //! `classes` as a sequence: serde derives arrays only up to 32 elements.
+
+    use super::{ClassStats, NUM_CLASSES};
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        classes: &[ClassStats; NUM_CLASSES],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(classes.iter())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<[ClassStats; NUM_CLASSES], D::Error> {
+        let v = Vec::<ClassStats>::deserialize(d)?;
+        let len = v.len();
+        v.try_into().map_err(|_| {
+            D::Error::invalid_length(len, &"one entry per size class (68)")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bytes, Count};
+
+    #[test]
+    fn bytes_and_counts_print_human_readable() {
+        let cases = [
+            (0, "0 B"),
+            (1023, "1023 B"),
+            (1024, "1.0 KiB"),
+            (1536, "1.5 KiB"),
+            (21_233_664, "20.2 MiB"),
+            (3 << 30, "3.0 GiB"),
+            (5 << 40, "5120.0 GiB"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(Bytes(v).to_string(), want);
+        }
+        let counts = [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (123_456, "123,456"),
+            (1_234_567, "1,234,567"),
+        ];
+        for (v, want) in counts {
+            assert_eq!(Count(v).to_string(), want);
+        }
+        assert_eq!(format!("{:>7}", Count(1000)), "  1,000");
     }
 }
