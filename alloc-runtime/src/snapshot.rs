@@ -332,9 +332,8 @@ mod classes_serde {
     ) -> Result<[ClassStats; NUM_CLASSES], D::Error> {
         let v = Vec::<ClassStats>::deserialize(d)?;
         let len = v.len();
-        v.try_into().map_err(|_| {
-            D::Error::invalid_length(len, &"one entry per size class (68)")
-        })
+        v.try_into()
+            .map_err(|_| D::Error::invalid_length(len, &"one entry per size class (68)"))
     }
 }
 
