@@ -574,4 +574,13 @@ fn stress_threads_and_accounting() {
     );
     assert!(end.bytes_mapped >= end.bytes_in_use);
     eprintln!("{report}");
+    eprintln!(
+        "stress: scale {scale}: {ops} random operations by {} churning threads, {sent} \
+         producer/consumer messages; {} allocations and {} frees ({} remote) since the baseline, \
+         nothing lost",
+        GENERATIONS * THREADS * scale,
+        end.allocs - base.allocs,
+        end.frees - base.frees,
+        end.remote_frees - base.remote_frees
+    );
 }
