@@ -336,6 +336,7 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let mut samples = Samples::default();
     let mut csv =
         String::from("program,config,round,position,scale,checksum,wall_ns,peak_rss_kb\n");
+    let load_start = workers::loadavg();
     let start = Instant::now();
     // Round 0 is the warm-up: checked, not counted.
     for round in 0..=opts.rounds {
@@ -364,13 +365,33 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
             }
         }
     }
-    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let config_names: Vec<String> = configs.iter().map(|c| c.0.clone()).collect();
+    let md = time_report(opts, &programs, &config_names, &samples, &load_start);
+    print!("{md}");
+    write(&opts.out.join("realworld.md"), &md)?;
+    write(&opts.out.join("realworld.csv"), &csv)?;
+    eprintln!(
+        "[realworld] tables: {}; raw samples: {}",
+        opts.out.join("realworld.md").display(),
+        opts.out.join("realworld.csv").display()
+    );
+    Ok(())
+}
+
+/// The markdown report of the timed rounds: wall-time and peak-RSS tables.
+fn time_report(
+    opts: &Opts,
+    programs: &[&Program],
+    configs: &[String],
+    samples: &Samples,
+    load_start: &str,
+) -> String {
+    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let mut md = String::new();
     let _ = writeln!(md, "command: `{}`", command_line(opts));
     let _ = writeln!(
         md,
-        "machine: {}; load before: {}",
+        "machine: {}; load average (1/5/15 min): {load_start} before the rounds, {} after",
         workers::machine(),
         workers::loadavg()
     );
@@ -386,29 +407,17 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
          (~: Mann-Whitney p ≥ 0.05); A/A Δ: specalloc's second configuration against the first\n"
     );
     md.push_str(&table::markdown(&report::wall_table(
-        &samples,
-        &names,
-        &config_names,
+        samples, &names, configs,
     )));
     let _ = writeln!(
         md,
         "\npeak RSS (getrusage ru_maxrss of the worker), MiB, median\n"
     );
     md.push_str(&table::markdown(&report::rss_table(
-        &samples,
-        &names,
-        &config_names,
+        samples, &names, configs,
     )));
-    let _ = writeln!(md, "\nscales: {}", scales(&programs, opts.quick));
-    print!("{md}");
-    write(&opts.out.join("realworld.md"), &md)?;
-    write(&opts.out.join("realworld.csv"), &csv)?;
-    eprintln!(
-        "[realworld] tables: {}; raw samples: {}",
-        opts.out.join("realworld.md").display(),
-        opts.out.join("realworld.csv").display()
-    );
-    Ok(())
+    let _ = writeln!(md, "\nscales: {}", scales(programs, opts.quick));
+    md
 }
 
 /// `name=scale` of every program run.
