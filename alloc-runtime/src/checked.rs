@@ -18,27 +18,8 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::chunk::{CHUNK_SHIFT, CHUNK_SIZE};
-
-/// One bit per 4 MiB chunk of a 48-bit address space.
-static CHUNKS: [AtomicU64; 1 << (48 - CHUNK_SHIFT - 6)] =
-    [const { AtomicU64::new(0) }; 1 << (48 - CHUNK_SHIFT - 6)];
-
-/// Maps a new chunk's side bitmap (one bit per byte of the chunk). `None` if the OS refuses.
-pub(crate) fn new_side() -> Option<usize> {
-    crate::os::map(CHUNK_SIZE / 8).map(|p| p.as_ptr() as usize)
-}
-
-/// Registers a new chunk (its header already points at its side bitmap).
-pub(crate) fn register_chunk(base: usize) {
-    let idx = base >> CHUNK_SHIFT;
-    CHUNKS[idx / 64].fetch_or(1 << (idx % 64), Ordering::Release);
-}
-
-fn is_chunk(p: usize) -> bool {
-    let idx = p >> CHUNK_SHIFT;
-    idx / 64 < CHUNKS.len() && CHUNKS[idx / 64].load(Ordering::Acquire) >> (idx % 64) & 1 == 1
-}
+use crate::side::is_chunk;
+use crate::size_class::CHUNK_SIZE;
 
 /// The word and bit of `p` in its chunk's side bitmap.
 fn side_bit(p: usize) -> (&'static AtomicU64, u64) {
@@ -130,7 +111,13 @@ pub(crate) fn check_live(p: *mut u8, size: usize, align: usize, kind: Kind) {
 
 /// Checks that the huge object at `p` is live: its header page is mapped and carries the live
 /// magic. Aborts otherwise.
-pub(crate) fn check_huge(p: *mut u8, size: usize, align: usize, magic_ok: impl FnOnce() -> bool) {
+pub(crate) fn check_huge(
+    p: *mut u8,
+    size: usize,
+    align: usize,
+    magic_ok: impl FnOnce() -> bool,
+    layout: impl FnOnce() -> (usize, usize),
+) {
     let a = p as usize;
     let hdr = a.wrapping_sub(crate::os::OS_PAGE);
     if !a.is_multiple_of(crate::os::OS_PAGE) || is_chunk(a) {
@@ -149,7 +136,7 @@ pub(crate) fn check_huge(p: *mut u8, size: usize, align: usize, magic_ok: impl F
             align,
         );
     }
-    let (have_size, have_align) = crate::large::huge_layout(p);
+    let (have_size, have_align) = layout();
     let pages = |n: usize| n.max(1).div_ceil(crate::os::OS_PAGE);
     let page_align = |n: usize| n.max(crate::os::OS_PAGE);
     if pages(size) != pages(have_size) || page_align(align) != page_align(have_align) {

@@ -17,10 +17,7 @@ use crate::os;
 use crate::size_class::{PAGE_SHIFT, PAGE_SIZE};
 use crate::span::{Span, STATE_FREE};
 
-/// log2 of the chunk size.
-pub(crate) const CHUNK_SHIFT: usize = 22;
-/// Bytes per chunk (4 MiB), also the chunk alignment.
-pub(crate) const CHUNK_SIZE: usize = 1 << CHUNK_SHIFT;
+pub(crate) use crate::size_class::CHUNK_SIZE;
 /// Pages per chunk, header included.
 pub(crate) const PAGES_PER_CHUNK: usize = CHUNK_SIZE / PAGE_SIZE;
 const WORDS: usize = PAGES_PER_CHUNK / 64;
@@ -82,8 +79,7 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     dirty_free: 0,
 });
 
-/// Bytes of pages handed out by the page heap (readable without the lock).
-pub(crate) static IN_USE_BYTES: AtomicUsize = AtomicUsize::new(0);
+use crate::stats::IN_USE_BYTES;
 /// Bytes of free pages still holding memory.
 pub(crate) static DIRTY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Bytes of free pages returned to the OS so far.
@@ -157,7 +153,7 @@ fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
     #[cfg(feature = "checked")]
-    let Some(side) = crate::checked::new_side() else {
+    let Some(side) = crate::side::new_side() else {
         // SAFETY: the chunk was just mapped by us and nothing uses it.
         unsafe { os::unmap(base.cast(), CHUNK_SIZE) };
         return None;
@@ -166,7 +162,7 @@ fn new_chunk() -> Option<*mut Chunk> {
     {
         // SAFETY: fresh header memory of ours.
         unsafe { (*base).side.set(side) };
-        crate::checked::register_chunk(base as usize);
+        crate::side::register_chunk(base as usize);
     }
     if small_heap {
         // SAFETY: the chunk was just mapped by us.
@@ -187,8 +183,10 @@ pub(crate) struct PageRun {
     pub(crate) zero: bool,
 }
 
-/// Takes `npages` contiguous pages. Returns `None` when the OS refuses more memory.
-pub(crate) fn alloc_pages(npages: usize) -> Option<PageRun> {
+/// Takes `npages` contiguous pages. When the OS refuses a new chunk, calls `release` once (it
+/// gives memory back elsewhere, the cache of freed huge mappings, and says how much) and tries
+/// again. Returns `None` when the OS refuses more memory.
+pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     let mut ph = PAGE_HEAP.lock();
     let mut c = ph.chunks;
@@ -199,7 +197,7 @@ pub(crate) fn alloc_pages(npages: usize) -> Option<PageRun> {
                 // The OS refused a chunk: give back the freed huge mappings kept for reuse
                 // (outside our lock, see `large::release_cache`) and look once more.
                 drop(ph);
-                if released || crate::large::release_cache() == 0 {
+                if released || release() == 0 {
                     return None;
                 }
                 released = true;

@@ -78,8 +78,7 @@ static CACHE: SpinLock<HugeCache> = SpinLock::new(HugeCache {
 pub(crate) static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// The cache's bound at its last check.
 pub(crate) static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of live huge mappings.
-pub(crate) static HUGE_BYTES: AtomicUsize = AtomicUsize::new(0);
+use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
 /// The cache's bound, in percent of the bytes in use; `usize::MAX` until first read.
 static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
@@ -104,7 +103,7 @@ fn cache_percent() -> usize {
 
 /// The cache's bound now.
 fn cache_limit() -> usize {
-    let in_use = chunk::IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
+    let in_use = IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
     let limit = in_use / 100 * cache_percent();
     CACHE_LIMIT.store(limit, Ordering::Relaxed);
     limit
@@ -216,7 +215,7 @@ pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
 
 fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
     let npages = size.div_ceil(PAGE_SIZE);
-    let Some(run) = chunk::alloc_pages(npages) else {
+    let Some(run) = chunk::alloc_pages(npages, release_cache) else {
         return ptr::null_mut();
     };
     // SAFETY: the page heap handed us this descriptor and its pages.

@@ -80,6 +80,8 @@ compile_error!(
 
 #[cfg(feature = "checked")]
 mod checked;
+#[cfg(feature = "checked")]
+mod side;
 mod chunk;
 mod heap;
 mod large;
@@ -402,7 +404,13 @@ fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
     } else if large::is_medium(size, align) {
         Kind::Medium(size.div_ceil(PAGE_SIZE))
     } else {
-        checked::check_huge(ptr, size, align, || large::huge_is_live(ptr));
+        checked::check_huge(
+            ptr,
+            size,
+            align,
+            || large::huge_is_live(ptr),
+            || large::huge_layout(ptr),
+        );
         return;
     };
     if keep {

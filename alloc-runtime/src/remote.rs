@@ -9,7 +9,7 @@ use core::hint::spin_loop;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Links hold a block's offset within its chunk.
-const LINK_MASK: usize = crate::chunk::CHUNK_SIZE - 1;
+const LINK_MASK: usize = crate::size_class::CHUNK_SIZE - 1;
 
 include!("remote_proto.rs");
 

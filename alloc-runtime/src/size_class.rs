@@ -21,6 +21,10 @@
 pub const PAGE_SHIFT: usize = 13;
 /// The span page size: 8 KiB, as in Go.
 pub const PAGE_SIZE: usize = 1 << PAGE_SHIFT;
+/// log2 of the chunk size: the page heap maps memory in chunks of this size, aligned to it.
+pub const CHUNK_SHIFT: usize = 22;
+/// Bytes per chunk (4 MiB), also the chunk alignment.
+pub const CHUNK_SIZE: usize = 1 << CHUNK_SHIFT;
 /// The largest size served from a size class; larger requests are large objects.
 pub const MAX_SMALL_SIZE: usize = 32768;
 /// Number of entries in the table, counting the unused class 0 (so 67 real classes).

@@ -153,8 +153,8 @@ pub fn stats() -> Stats {
         central_spans: heap::central_lens().iter().sum(),
         chunks: 0,
         free_pages: 0,
-        pages_in_use: crate::chunk::IN_USE_BYTES.load(Ordering::Relaxed)
-            + crate::large::HUGE_BYTES.load(Ordering::Relaxed),
+        pages_in_use: crate::stats::IN_USE_BYTES.load(Ordering::Relaxed)
+            + crate::stats::HUGE_BYTES.load(Ordering::Relaxed),
         peak_in_use: PEAK_IN_USE.load(Ordering::Relaxed),
         free_resident: crate::chunk::DIRTY_FREE_BYTES.load(Ordering::Relaxed),
         returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),

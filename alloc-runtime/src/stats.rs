@@ -20,12 +20,15 @@ pub(crate) static LARGE_FREES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// Highest bytes in use seen so far (pages handed out by the page heap plus live huge mappings).
+/// Bytes of pages handed out by the page heap (readable without its lock).
+pub(crate) static IN_USE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of live huge mappings.
+pub(crate) static HUGE_BYTES: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static PEAK_IN_USE: AtomicUsize = AtomicUsize::new(0);
 
 /// Records the current in-use bytes in the peak (called on slow paths that grow them).
 pub(crate) fn note_in_use() {
-    let cur = crate::chunk::IN_USE_BYTES.load(Ordering::Relaxed)
-        + crate::large::HUGE_BYTES.load(Ordering::Relaxed);
+    let cur = IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
     PEAK_IN_USE.fetch_max(cur, Ordering::Relaxed);
 }
 
