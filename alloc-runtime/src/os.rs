@@ -210,3 +210,30 @@ pub(crate) fn abort() -> ! {
     // SAFETY: abort has no preconditions; it does not return.
     unsafe { libc::abort() }
 }
+
+/// A pthread key: a per-thread value whose destructor runs at thread exit.
+pub(crate) type ThreadKey = libc::pthread_key_t;
+
+/// A thread-exit destructor, called with the thread's non-null value of its key.
+pub(crate) type ThreadDtor = unsafe extern "C" fn(*mut libc::c_void);
+
+/// Creates a pthread key with destructor `dtor`. `None` if the system has no key left.
+pub(crate) fn thread_key_create(dtor: ThreadDtor) -> Option<ThreadKey> {
+    let mut key: ThreadKey = 0;
+    // SAFETY: `key` is a valid out-pointer; `dtor` has the destructor signature.
+    (unsafe { libc::pthread_key_create(&mut key, Some(dtor)) } == 0).then_some(key)
+}
+
+/// Sets this thread's value of `key` (a non-null value makes its destructor run at exit).
+pub(crate) fn thread_key_set(key: ThreadKey, value: *mut libc::c_void) {
+    // SAFETY: `key` came from `thread_key_create`; the value is only handed back to the
+    // key's destructor, which decides what it means.
+    unsafe { libc::pthread_setspecific(key, value) };
+}
+
+/// Registers `fork` handlers: `prepare` in the parent before the fork, `parent` and `child`
+/// after it, in the parent and in the child.
+pub(crate) fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // SAFETY: the handlers have the required signature.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+}

@@ -12,6 +12,7 @@ use super::central::{give_away, CENTRAL};
 use super::slow::{alloc_from, process_delayed};
 use super::{empty_heap, Heap, HEAP};
 use crate::lock::SpinLock;
+use crate::os;
 use crate::remote;
 use crate::span::{empty_span, Span, SPAN_CLASSES};
 
@@ -103,8 +104,8 @@ pub(super) fn init_heap() -> Option<*mut Heap> {
     // SAFETY: `h` is a live heap nobody else uses.
     unsafe { (*h).active.store(true, Ordering::Relaxed) };
     HEAP.with(|c| c.set(h));
-    // SAFETY: `key` is a valid key; a non-null value makes the destructor run at thread exit.
-    unsafe { libc::pthread_setspecific(key, h.cast()) };
+    // A non-null value makes the destructor run at thread exit.
+    os::thread_key_set(key, h.cast());
     Some(h)
 }
 
@@ -134,23 +135,19 @@ static KEY: AtomicUsize = AtomicUsize::new(0);
 static KEY_LOCK: SpinLock<()> = SpinLock::new(());
 
 /// The pthread key whose destructor tears a thread's heap down (created on first use).
-fn thread_key() -> Option<libc::pthread_key_t> {
+fn thread_key() -> Option<os::ThreadKey> {
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {
-        return Some((k - 1) as libc::pthread_key_t);
+        return Some((k - 1) as os::ThreadKey);
     }
     let _g = KEY_LOCK.lock();
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {
-        return Some((k - 1) as libc::pthread_key_t);
+        return Some((k - 1) as os::ThreadKey);
     }
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: `key` is a valid out-pointer; the destructor has the required signature.
-    if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } != 0 {
-        return None;
-    }
-    // SAFETY: the handlers have the required signature and only take and release our locks.
-    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    let key = os::thread_key_create(thread_exit)?;
+    // The handlers only take and release our locks.
+    os::at_fork(fork_prepare, fork_parent, fork_child);
     KEY.store(key as usize + 1, Ordering::Release);
     Some(key)
 }
@@ -239,7 +236,11 @@ extern "C" fn fork_child() {
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.
-unsafe extern "C" fn thread_exit(arg: *mut libc::c_void) {
+///
+/// # Safety
+/// Called only by the C library at thread exit, with the value [`init_heap`] set: the exiting
+/// thread's heap.
+unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     let h = arg as *mut Heap;
     if h.is_null() {
         return;
