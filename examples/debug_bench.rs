@@ -1,0 +1,134 @@
+//! The cost of an alloc+free pair in a user crate built at opt-level 0 (cargo's `dev` profile):
+//! 32-byte blocks through the global allocator (`std::alloc::alloc`/`dealloc`, the path `Box`,
+//! `Vec` and `String` take), and, for reference, glibc's `malloc`/`free` called directly
+//! (`std::alloc::System`), in interleaved rounds. The global allocator is specalloc, or glibc's
+//! with `--features compare-system`.
+//!
+//! ```text
+//! cargo run --example debug_bench [pairs_per_round] [rounds]
+//! cargo run --example debug_bench --features compare-system        # glibc as the global allocator
+//! # with the profile lines the README recommends:
+//! cargo run --example debug_bench --config 'profile.dev.package.specalloc-runtime.opt-level=3'
+//! ```
+//!
+//! `scripts/debug_bench.sh` runs it in the configurations that matter, with callgrind's
+//! instruction counts (the repeatable figure on a noisy machine).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::time::Instant;
+
+#[cfg(not(feature = "compare-system"))]
+specalloc::install!(static GLOBAL);
+
+#[cfg(feature = "compare-system")]
+#[global_allocator]
+static GLOBAL: System = System;
+
+/// The global allocator of this build.
+const GLOBAL_NAME: &str = if cfg!(feature = "compare-system") {
+    "glibc malloc (System)"
+} else {
+    "specalloc"
+};
+
+const USAGE: &str = "usage: debug_bench [pairs_per_round] [rounds]
+  pairs_per_round  alloc+free pairs timed per allocator and round (default 2000000)
+  rounds           interleaved rounds; the median is printed (default 7)";
+
+/// The arguments, or the process exits: usage on stdout for `--help`, on stderr with status 2
+/// for anything else it cannot parse.
+fn args() -> (u64, usize) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    let bad = |a: &str| -> ! {
+        eprintln!("debug_bench: bad argument `{a}`\n{USAGE}");
+        std::process::exit(2)
+    };
+    if argv.len() > 2 {
+        bad(&argv[2]);
+    }
+    let pairs = match argv.first() {
+        None => 2_000_000,
+        Some(a) => a.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad(a)),
+    };
+    let rounds = match argv.get(1) {
+        None => 7,
+        Some(a) => a.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad(a)),
+    };
+    (pairs, rounds)
+}
+
+const LAYOUT: Layout = match Layout::from_size_align(32, 8) {
+    Ok(l) => l,
+    Err(_) => panic!("valid layout"),
+};
+
+/// `n` pairs through the global allocator, as `Box` and `Vec` allocate.
+#[inline(never)]
+fn pairs_global(n: u64) {
+    for _ in 0..n {
+        // SAFETY: a non-zero-sized layout; the block is freed once, with the same layout.
+        unsafe {
+            let p = std::alloc::alloc(LAYOUT);
+            black_box(p);
+            std::alloc::dealloc(p, LAYOUT);
+        }
+    }
+}
+
+/// `n` pairs through glibc's `malloc` and `free`.
+#[inline(never)]
+fn pairs_system(n: u64) {
+    for _ in 0..n {
+        // SAFETY: as above, with the system allocator on both sides.
+        unsafe {
+            let p = System.alloc(LAYOUT);
+            black_box(p);
+            System.dealloc(p, LAYOUT);
+        }
+    }
+}
+
+/// Nanoseconds per pair of one timed run.
+fn time(f: fn(u64), n: u64) -> f64 {
+    let t = Instant::now();
+    f(n);
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let (pairs, rounds) = args();
+    let opt = if cfg!(debug_assertions) {
+        "debug assertions on (dev profile)"
+    } else {
+        "release"
+    };
+    println!("32-byte alloc+free pairs, {pairs} per round, {rounds} rounds, {opt}");
+    // Warm up both (the thread heap, glibc's arena).
+    pairs_global(1000);
+    pairs_system(1000);
+    let (mut spec, mut sys) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        // Alternate which goes first.
+        if r % 2 == 0 {
+            spec.push(time(pairs_global, pairs));
+            sys.push(time(pairs_system, pairs));
+        } else {
+            sys.push(time(pairs_system, pairs));
+            spec.push(time(pairs_global, pairs));
+        }
+    }
+    let (s, g) = (median(&mut spec), median(&mut sys));
+    println!("global allocator: {GLOBAL_NAME}");
+    println!("through the global allocator: {s:.1} ns/pair (median)");
+    println!("System called directly:       {g:.1} ns/pair (median)");
+}
