@@ -70,8 +70,7 @@ macro_rules! select_global_allocator {
             feature = "global-jemalloc",
             feature = "global-snmalloc"
         )))]
-        #[global_allocator]
-        static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+        specalloc_runtime::install!(static GLOBAL);
 
         /// The global allocator compiled in (same precedence as the statics above).
         const GLOBAL_NAME: &str = if cfg!(feature = "global-system") {
