@@ -6,8 +6,7 @@
 
 use specalloc::{alloc, specialize};
 
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 const LEN: usize = 12;
 

@@ -1,16 +1,16 @@
-//! Without specalloc as the global allocator, a size-specialised entry point panics with the fix
-//! instead of handing `Box` a block that the other allocator would free (this test binary keeps
-//! the system allocator).
+//! Without `install!` (this test binary keeps the system allocator), the size-specialised
+//! entry points do what std does, through the global allocator, instead of panicking or
+//! handing `Box` a block that the other allocator would free.
 
 #[test]
-#[cfg_attr(
-    not(feature = "no-size-specialized"),
-    should_panic(expected = "specalloc is not the global allocator")
-)]
-fn specialised_box_without_global_allocator_panics() {
+fn specialised_entry_points_use_the_global_allocator() {
+    assert!(!specalloc::spec::installed());
     let b = specalloc::spec::boxed([1u64, 2, 3]);
-    // Reached only with the opt-out switch, which goes through the global allocator.
     assert_eq!(b.iter().sum::<u64>(), 6);
+    let v = specalloc::spec::vec_with_capacity::<u32, 5>();
+    assert_eq!(v.capacity(), 5);
+    // The routine itself refuses to hand out a block.
+    assert!(!specalloc::spec::SIZE_SPECIALIZED || (specalloc::spec::One::<[u64; 3]>::PLAIN)().is_null());
 }
 
 #[test]

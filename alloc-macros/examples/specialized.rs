@@ -9,8 +9,7 @@
 
 use specalloc::specialize;
 
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 const LEN: usize = 16;
 

@@ -12,7 +12,8 @@
 //! - `parse`: the attribute's options and `alloc!`'s input;
 //! - `validate`: what the attribute may be put on;
 //! - `rewrite`: the `syn::visit_mut` walker that finds allocation sites;
-//! - `expand`: the code each site becomes, and the two entry points.
+//! - `emit`: the code each site becomes (`Gen`);
+//! - `expand`: the two entry points, tying the others together.
 //!
 //! Errors are `syn::Error`s spanned at the user's tokens, emitted with
 //! `to_compile_error()` after the unchanged item: no panics, no follow-on errors.
@@ -21,6 +22,7 @@
 
 use proc_macro::TokenStream;
 
+mod emit;
 mod expand;
 mod parse;
 mod rewrite;

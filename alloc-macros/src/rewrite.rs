@@ -1,13 +1,18 @@
 //! The `syn::visit_mut` walker of `#[specialize]`: finds allocation sites in function bodies
 //! and replaces each with a call of its size-specialised entry point (built by
-//! [`crate::expand::Gen`]).
+//! [`crate::emit::Gen`]).
 //!
 //! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
 //! `Box::pin(e)`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
 //! `vec![a, b, c]`, `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`,
 //! `"…".to_string()` and `"…".to_owned()`, where `N` is an integer literal or looks like a
-//! const item. Closures, async blocks and the arguments of other macros (when they parse as
-//! expressions) are walked; nested items, const contexts, types and patterns are not.
+//! const item. Closures, async blocks and the arguments of the formatting macros (`format!`,
+//! `println!`, `write!`, `panic!`, ...) are walked; nested items, const contexts, types,
+//! patterns, and the arguments of macros that show their input (`assert!`, `dbg!`,
+//! `stringify!`, unknown macros) are not. Left alone too, so that the code behaves and warns
+//! as written: a site whose value is discarded (`Box::new(x);`, for `#[must_use]`), a length
+//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, and
+//! `vec!` when the item defines a `macro_rules! vec`.
 
 use std::collections::HashSet;
 
@@ -22,8 +27,9 @@ use syn::{
     PatIdent, Path, PathArguments, Signature, Stmt, TraitItem, Type,
 };
 
-use crate::expand::Gen;
+use crate::emit::Gen;
 use crate::parse::{self, VecArgs};
+use crate::validate::Target;
 
 /// The standard-library type an associated function belongs to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -39,32 +45,27 @@ struct Callee<'a> {
     ty: Option<&'a Type>,
     method: String,
     span: Span,
+    /// The path as the user wrote it (the std function, passed along in the expansion).
+    path: TokenStream,
 }
 
-/// Macros whose arguments are never rewritten although they may parse as expressions: they
-/// look at their tokens rather than evaluate them.
-const OPAQUE_MACROS: &[&str] = &[
-    "stringify",
-    "concat",
-    "concat_idents",
-    "concat_bytes",
-    "quote",
-    "quote_spanned",
-    "parse_quote",
-    "parse_quote_spanned",
-    "format_ident",
-    "include",
-    "include_str",
-    "include_bytes",
-    "env",
-    "option_env",
-    "cfg",
-    "compile_error",
-    "module_path",
-    "file",
-    "line",
-    "column",
-    "macro_rules",
+/// Macros whose arguments are walked (when they parse as comma-separated expressions): they
+/// evaluate their arguments and never show their tokens. Any other macro (`assert!`,
+/// `assert_eq!`, `debug_assert!`, `dbg!`, `stringify!`, `concat!`, user macros) is left
+/// untouched: its panic or debug text shows the code as written.
+const WALKED_MACROS: &[&str] = &[
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
 ];
 
 /// Rewrites the bodies of the items it is given.
@@ -77,6 +78,12 @@ pub struct Rewriter<'g> {
     type_params: Vec<String>,
     /// Sites rewritten so far (to tell whether a macro's arguments changed).
     rewrites: usize,
+    /// Depth of `unsafe` blocks (and `unsafe fn` bodies) around the walk.
+    in_unsafe: usize,
+    /// Names of the `static` items declared in the annotated item: not const lengths.
+    statics: HashSet<String>,
+    /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
+    local_vec: bool,
 }
 
 impl<'g> Rewriter<'g> {
@@ -87,7 +94,41 @@ impl<'g> Rewriter<'g> {
             locals: HashSet::new(),
             type_params: Vec::new(),
             rewrites: 0,
+            in_unsafe: 0,
+            statics: HashSet::new(),
+            local_vec: false,
         }
+    }
+
+    /// Looks over the whole annotated item before the walk: its `static`s and whether it
+    /// defines a `macro_rules! vec`.
+    pub fn scan(&mut self, target: &Target) {
+        #[derive(Default)]
+        struct Scan {
+            statics: HashSet<String>,
+            local_vec: bool,
+        }
+        impl<'ast> Visit<'ast> for Scan {
+            fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
+                self.statics.insert(s.ident.to_string());
+                syn::visit::visit_item_static(self, s);
+            }
+            fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
+                if m.mac.path.is_ident("macro_rules") && m.ident.as_ref().is_some_and(|i| i == "vec") {
+                    self.local_vec = true;
+                }
+                syn::visit::visit_item_macro(self, m);
+            }
+        }
+        let mut scan = Scan::default();
+        match target {
+            Target::Fn(f) => scan.visit_item_fn(f),
+            Target::Impl(i) => scan.visit_item_impl(i),
+            Target::Trait(t) => scan.visit_item_trait(t),
+            Target::Mod(m) => scan.visit_item_mod(m),
+        }
+        self.statics = scan.statics;
+        self.local_vec = scan.local_vec;
     }
 
     /// A free function or a method (the caller checked it is not `const`).
@@ -150,7 +191,10 @@ impl<'g> Rewriter<'g> {
         names.visit_signature(sig);
         names.visit_block(block);
         self.locals = names.0;
+        let unsafe_fn = usize::from(sig.unsafety.is_some());
+        self.in_unsafe += unsafe_fn;
         self.visit_block_mut(block);
+        self.in_unsafe -= unsafe_fn;
         self.locals.clear();
         self.type_params.truncate(mark);
     }
@@ -167,6 +211,10 @@ impl<'g> Rewriter<'g> {
                 _ => None,
             },
             Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => {
+                if self.in_unsafe > 0 {
+                    // Perhaps a `static mut`, read under the user's `unsafe`.
+                    return None;
+                }
                 let segs = &p.path.segments;
                 let last = segs.last()?;
                 if !screaming(&last.ident.to_string())
@@ -175,7 +223,9 @@ impl<'g> Rewriter<'g> {
                     return None;
                 }
                 let first = segs.first()?.ident.to_string();
-                if segs.len() == 1 && self.locals.contains(&first) {
+                if segs.len() == 1
+                    && (self.locals.contains(&first) || self.statics.contains(&first))
+                {
                     return None;
                 }
                 if segs.len() > 1 && (first == "Self" || self.type_params.contains(&first)) {
@@ -191,22 +241,23 @@ impl<'g> Rewriter<'g> {
     /// (its arguments have been walked already).
     fn call(&mut self, c: &Callee, call: &ExprCall) -> Option<TokenStream> {
         let args: Vec<&Expr> = call.args.iter().collect();
+        let std = c.path.clone();
         let out = match (c.family, c.method.as_str(), args.as_slice()) {
-            (Family::Box, "new", [e]) => self.gen.boxed(c.span, c.ty, e),
-            (Family::Box, "pin", [e]) => self.gen.pinned(c.span, c.ty, e),
-            (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, c.ty, false),
-            (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, c.ty, true),
+            (Family::Box, "new", [e]) => self.gen.boxed(c.span, std, e),
+            (Family::Box, "pin", [e]) => self.gen.pinned(c.span, std, e),
+            (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, std, false),
+            (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, std, true),
             (Family::Vec, "with_capacity", [n]) => {
                 let n = self.const_len(n)?;
-                self.gen.vec_with_capacity(c.span, c.ty, &n)
+                self.gen.vec_with_capacity(c.span, std, &n)
             }
             (Family::String, "with_capacity", [n]) => {
                 let n = self.const_len(n)?;
-                self.gen.string_with_capacity(c.span, &n)
+                self.gen.string_with_capacity(c.span, std, &n)
             }
             (Family::String, "from", [e]) => {
                 let lit = str_lit(e)?;
-                self.gen.string_from(c.span, lit, "String::from")
+                self.gen.string_from(c.span, std, lit, "String::from")
             }
             _ => return None,
         };
@@ -224,7 +275,11 @@ impl<'g> Rewriter<'g> {
             _ => return None,
         };
         let lit = str_lit(&m.receiver)?;
-        Some(self.gen.string_from(lit.span(), lit, what))
+        // `<str>::to_string` resolves through the traits in scope, as the method call did
+        // (an imported `ToString` or `ToOwned` stays used).
+        let method = &m.method;
+        let std = quote::quote_spanned!(method.span()=> <str>::#method);
+        Some(self.gen.string_from(lit.span(), std, lit, what))
     }
 
     /// `Box::new` (and `new_uninit`, `new_zeroed`) used as a value.
@@ -245,13 +300,16 @@ impl<'g> Rewriter<'g> {
     /// nothing inside changed).
     fn mac(&mut self, mac: &mut Macro) -> Option<TokenStream> {
         let before = self.rewrites;
-        if is_vec_macro(&mac.path) {
+        if is_vec_macro(&mac.path) && !self.local_vec {
             let span = mac.path.span();
+            let path = &mac.path;
+            let bang = &mac.bang_token;
+            let empty = quote::quote_spanned!(span=> #path #bang [] );
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
                     self.visit_expr_mut(&mut e);
                     if let Some(len) = self.const_len(&n) {
-                        return Some(self.gen.vec_from_elem(span, &e, &len));
+                        return Some(self.gen.vec_from_elem(span, empty, &e, &len));
                     }
                     self.visit_expr_mut(&mut n);
                     if self.rewrites != before {
@@ -263,12 +321,12 @@ impl<'g> Rewriter<'g> {
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
                     }
-                    Some(self.gen.vec_from_array(span, &list))
+                    Some(self.gen.vec_from_array(span, empty, &list))
                 }
             }
         } else {
             let name = mac.path.segments.last()?.ident.to_string();
-            if OPAQUE_MACROS.contains(&name.as_str()) {
+            if !WALKED_MACROS.contains(&name.as_str()) {
                 return None;
             }
             let mut list = parse::expr_list(&mac.tokens)?;
@@ -283,8 +341,15 @@ impl<'g> Rewriter<'g> {
     }
 
     fn stmt(&mut self, s: &mut Stmt, last: bool) {
+        if let Stmt::Expr(e, Some(_)) = s {
+            if discarded_site(e) {
+                // `Box::new(x);`: the value is dropped at once, so `#[must_use]` warns; left
+                // as written, it warns as it does without the attribute.
+                return;
+            }
+        }
         if let Stmt::Macro(sm) = s {
-            if !sm.attrs.is_empty() {
+            if !sm.attrs.is_empty() || (sm.semi_token.is_some() && is_vec_macro(&sm.mac.path)) {
                 return;
             }
             if let Some(new) = self.mac(&mut sm.mac) {
@@ -304,6 +369,8 @@ impl<'g> Rewriter<'g> {
 impl VisitMut for Rewriter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         let replacement = match e {
+            // Already generated (a second pass over the same tokens): left as it is.
+            Expr::Call(call) if is_generated(&call.func) => None,
             Expr::Call(call) => match callee(&call.func) {
                 Some(c) => {
                     // Walk the arguments only: the callee is the path being rewritten.
@@ -323,6 +390,12 @@ impl VisitMut for Rewriter<'_> {
             }
             Expr::Path(p) => self.fn_value(p),
             Expr::Macro(m) if m.attrs.is_empty() => self.mac(&mut m.mac),
+            Expr::Unsafe(u) => {
+                self.in_unsafe += 1;
+                self.visit_block_mut(&mut u.block);
+                self.in_unsafe -= 1;
+                None
+            }
             Expr::Macro(_) => None,
             // Const contexts: evaluated at compile time.
             Expr::Const(_) => None,
@@ -450,7 +523,29 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         ty,
         method: method.ident.to_string(),
         span: path.segments.first()?.ident.span(),
+        path: p.to_token_stream(),
     })
+}
+
+/// Whether a callee is one of the facade's `__private` entry points (code this macro made).
+fn is_generated(f: &Expr) -> bool {
+    match f {
+        Expr::Path(p) => p.path.segments.iter().any(|s| s.ident == "__private"),
+        _ => false,
+    }
+}
+
+/// Whether a statement's expression (its value discarded) is itself an allocation site.
+fn discarded_site(e: &Expr) -> bool {
+    match e {
+        Expr::Call(call) => callee(&call.func).is_some(),
+        Expr::MethodCall(m) => {
+            matches!(m.method.to_string().as_str(), "to_string" | "to_owned")
+                && str_lit(&m.receiver).is_some()
+        }
+        Expr::Macro(m) => is_vec_macro(&m.mac.path),
+        _ => false,
+    }
 }
 
 /// `vec`, `std::vec`, `alloc::vec` (with or without a leading `::` on the two-segment forms).

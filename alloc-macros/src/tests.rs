@@ -429,7 +429,7 @@ snapshot!(
 
 #[test]
 fn zero_literals() {
-    use crate::expand::is_zero_literal;
+    use crate::emit::is_zero_literal;
     for yes in [
         quote!(0),
         quote!(0u8),

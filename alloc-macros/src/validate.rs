@@ -1,8 +1,9 @@
 //! Validation: what `#[specialize]` may be put on.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
-use syn::{Item, ItemFn, ItemImpl, ItemMod, ItemTrait};
+use syn::visit::Visit;
+use syn::{Attribute, Item, ItemFn, ItemImpl, ItemMod, ItemTrait};
 
 /// An item `#[specialize]` can rewrite.
 pub enum Target {
@@ -92,4 +93,63 @@ fn describe(item: &Item) -> (proc_macro2::Span, &'static str) {
         Item::TraitAlias(t) => (t.trait_token.span, "a trait alias"),
         other => (other.span(), "this item"),
     }
+}
+
+/// Refuses a second `#[specialize]` on the item or inside it (`#[specialize]
+/// #[specialize(report)]`): one attribute takes all the options, and a site must be rewritten
+/// once.
+pub fn not_repeated(target: &Target) -> syn::Result<()> {
+    struct Find(Option<Attribute>);
+    impl<'ast> Visit<'ast> for Find {
+        fn visit_attribute(&mut self, a: &'ast Attribute) {
+            let named = a
+                .path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "specialize");
+            if named && self.0.is_none() {
+                self.0 = Some(a.clone());
+            }
+        }
+    }
+    let mut find = Find(None);
+    match target {
+        Target::Fn(f) => find.visit_item_fn(f),
+        Target::Impl(i) => find.visit_item_impl(i),
+        Target::Trait(t) => find.visit_item_trait(t),
+        Target::Mod(m) => find.visit_item_mod(m),
+    }
+    match find.0 {
+        Some(attr) => Err(syn::Error::new_spanned(
+            attr,
+            "`#[specialize]` is applied more than once to this item (here, or to an item \
+             inside it): use one attribute with all the options, as in \
+             `#[specialize(report)]`",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Without `crate = path`, the generated code names `::specalloc`: when this crate depends on
+/// specalloc under another name (`sa = { package = "specalloc" }`), that path would not
+/// resolve, so say which option fixes it, on the attribute's span.
+pub fn not_renamed(span: Span) -> syn::Result<()> {
+    match proc_macro_crate::crate_name("specalloc") {
+        Ok(proc_macro_crate::FoundCrate::Name(name)) if name != "specalloc" => {
+            Err(renamed_error(span, &name))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The error for a dependency renamed to `name`.
+pub fn renamed_error(span: Span, name: &str) -> syn::Error {
+    syn::Error::new(
+        span,
+        format!(
+            "specalloc is a dependency of this crate under the name `{name}`, but the code \
+             `#[specialize]` generates names `::specalloc`: pass the name with the `crate` \
+             option, as in `#[{name}::specialize(crate = {name})]`"
+        ),
+    )
 }

@@ -22,8 +22,7 @@ use std::fmt::Debug;
 
 use specalloc::specialize;
 
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 /// Compiles the functions twice: in `plain` as they are, in `special` under `#[specialize]`.
 macro_rules! both {

@@ -1,43 +1,78 @@
-//! Proof that rewritten sites call the size-specialised routines: this binary keeps the system
-//! allocator, and the routines (unlike the generic path) refuse to run without specalloc as
-//! the global allocator. So the annotated function panics with the runtime's message, and the
-//! same code unannotated does not. With `no-size-specialized`, both run normally.
+//! Library-safe (issue 15, case 3): this binary keeps the system allocator, as the tests of a
+//! library using `#[specialize]` do. The annotated code runs, without a panic, through the
+//! global allocator, with the results, capacities and allocation counts of the same code
+//! unannotated.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use specalloc::specialize;
 
+/// The system allocator, counting the calls it gets (to see that every annotated site went
+/// through the global allocator).
+struct Counting;
+
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: delegates to `System`, which upholds the contract.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's guarantees are passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        // SAFETY: the caller's guarantees are passed on.
+        unsafe { System.dealloc(p, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
 #[specialize]
-fn annotated() -> Box<[u64; 3]> {
-    Box::new([1, 2, 3])
+fn annotated() -> (Box<[u64; 3]>, Vec<u32>, String, Vec<u8>) {
+    (
+        Box::new([1, 2, 3]),
+        vec![1, 2, 3, 4, 5],
+        "seventeen chars!!".to_string(),
+        Vec::with_capacity(100),
+    )
 }
 
-fn unannotated() -> Box<[u64; 3]> {
-    Box::new([1, 2, 3])
+fn unannotated() -> (Box<[u64; 3]>, Vec<u32>, String, Vec<u8>) {
+    (
+        Box::new([1, 2, 3]),
+        vec![1, 2, 3, 4, 5],
+        "seventeen chars!!".to_string(),
+        Vec::with_capacity(100),
+    )
 }
 
-#[specialize]
-fn annotated_vec() -> Vec<u32> {
-    vec![1, 2, 3, 4, 5]
-}
-
-#[test]
-#[cfg_attr(
-    not(feature = "no-size-specialized"),
-    should_panic(expected = "specalloc is not the global allocator")
-)]
-fn annotated_box_goes_through_a_routine() {
-    assert_eq!(annotated().iter().sum::<u64>(), 6);
-}
-
-#[test]
-#[cfg_attr(
-    not(feature = "no-size-specialized"),
-    should_panic(expected = "specalloc is not the global allocator")
-)]
-fn annotated_vec_goes_through_a_routine() {
-    assert_eq!(annotated_vec().len(), 5);
+fn allocs_of<R>(f: impl Fn() -> R) -> (R, usize) {
+    let before = ALLOCS.load(Ordering::Relaxed);
+    let r = f();
+    (r, ALLOCS.load(Ordering::Relaxed) - before)
 }
 
 #[test]
-fn unannotated_box_does_not() {
-    assert_eq!(unannotated().iter().sum::<u64>(), 6);
+fn annotated_code_runs_through_the_global_allocator() {
+    assert!(!specalloc::spec::installed());
+    let (a, na) = allocs_of(annotated);
+    let (u, nu) = allocs_of(unannotated);
+    assert_eq!(format!("{a:?}"), format!("{u:?}"));
+    assert_eq!(
+        (a.1.capacity(), a.2.capacity(), a.3.capacity()),
+        (u.1.capacity(), u.2.capacity(), u.3.capacity())
+    );
+    assert_eq!(na, nu, "every annotated site allocated through the global allocator");
+    assert_eq!(na, 4);
+}
+
+#[test]
+fn entry_points_do_not_panic_without_install() {
+    let b = specalloc::spec::boxed([1u64, 2, 3]);
+    assert_eq!(b.iter().sum::<u64>(), 6);
+    let v = specalloc::spec::vec_from_elem::<u8, 4096>(7);
+    assert_eq!((v.len(), v.capacity()), (4096, 4096));
 }

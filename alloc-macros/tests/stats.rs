@@ -5,8 +5,7 @@
 use specalloc::size_class::class_of;
 use specalloc::{specialize, SiteRoute};
 
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 const N: usize = 1000;
 

@@ -1,7 +1,6 @@
 // A type error in rewritten code points at the user's tokens, as it would without the
 // attribute.
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 #[specalloc::specialize]
 fn f() -> Box<u8> {

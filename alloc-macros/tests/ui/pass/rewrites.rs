@@ -8,8 +8,7 @@
 
 extern crate alloc;
 
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 use core::fmt::Debug;
 use core::future::Future;

@@ -1,0 +1,201 @@
+//! Emission: the token streams each rewritten site and each `alloc!` becomes ([`Gen`]).
+//!
+//! Every generated call names `<root>::__private::NAME` (the facade's thin wrappers over
+//! `spec`), spanned at the user's tokens, and passes, next to the site's arguments, the std
+//! function the site called (`Box::new`, `String::from`, `<str>::to_string`, an empty
+//! `vec![]`, ...) written as the user wrote it: the paths and imports the site used stay used.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Lit, LitStr, Token, Type};
+
+/// Builds the replacement of each kind of site.
+pub struct Gen {
+    /// The path of the facade crate (`crate = path`); `None` for `::specalloc`.
+    pub root: Option<TokenStream>,
+    /// Whether sites count themselves (`#[specialize(report)]`).
+    pub report: bool,
+}
+
+impl Gen {
+    /// The facade's path: the one given, or `::specalloc` spanned at the user's site (so that a
+    /// rewritten call's span is the user's, not the attribute's).
+    pub fn root(&self, sp: Span) -> TokenStream {
+        match &self.root {
+            Some(root) => root.clone(),
+            None => quote_spanned!(sp=> ::specalloc),
+        }
+    }
+
+    /// A call of the entry point `entry` of `__private` (or of `__private::report`, counting
+    /// the site, when `report` is on): `generics` is its turbofish (possibly empty) and `args`
+    /// its arguments; `what` names the original form and `user` is the span of the user's
+    /// tokens.
+    fn call(
+        &self,
+        user: Span,
+        entry: &str,
+        generics: TokenStream,
+        args: TokenStream,
+        what: &str,
+    ) -> TokenStream {
+        let sp = user;
+        let root = self.root(sp);
+        let name = Ident::new(entry, sp);
+        if !self.report {
+            return quote_spanned!(sp=> #root::__private::#name #generics (#args));
+        }
+        let wrap = located(user);
+        let file = quote_spanned!(user=> file!());
+        let line = quote_spanned!(user=> line!());
+        let column = quote_spanned!(user=> column!());
+        let site = Ident::new("__SPECALLOC_SITE", wrap);
+        let f = quote_spanned!(sp=> #root::__private::report::#name);
+        quote_spanned! {wrap=>
+            ({
+                static #site: #root::__private::Site =
+                    #root::__private::Site::new(#file, #line, #column, #what);
+                #f #generics (&#site, #args)
+            })
+        }
+    }
+
+    /// `Box::new(e)` / `Box::<T>::new(e)` (`std` is the callee as written).
+    pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
+        let args = quote_spanned!(user=> #std, #arg);
+        self.call(user, "boxed", TokenStream::new(), args, "Box::new")
+    }
+
+    /// `Box::pin(e)`.
+    pub fn pinned(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
+        let args = quote_spanned!(user=> #std, #arg);
+        self.call(user, "pinned", TokenStream::new(), args, "Box::pin")
+    }
+
+    /// `Box::new_uninit()` / `Box::new_zeroed()` (`std` is the callee as written).
+    pub fn uninit(&self, user: Span, std: TokenStream, zeroed: bool) -> TokenStream {
+        let (entry, what) = if zeroed {
+            ("zeroed", "Box::new_zeroed")
+        } else {
+            ("uninit", "Box::new_uninit")
+        };
+        self.call(user, entry, TokenStream::new(), std, what)
+    }
+
+    /// `Box::new` (or `new_uninit`, `new_zeroed`) used as a value: the `spec` entry point as a
+    /// function item (never counted by `report`: a function item has no site of its own).
+    pub fn fn_value(&self, user: Span, entry: &str, ty: Option<&Type>) -> TokenStream {
+        let sp = user;
+        let root = self.root(sp);
+        let name = Ident::new(entry, sp);
+        let generics = turbofish(ty.map(ToTokens::to_token_stream));
+        quote_spanned!(sp=> #root::__private::spec::#name #generics)
+    }
+
+    /// `vec![e; N]`: `vec_from_elem`, or `vec_zero` when `e` is a literal zero. `empty` is an
+    /// empty vector built by the user's `vec!` (`vec![]`).
+    pub fn vec_from_elem(
+        &self,
+        user: Span,
+        empty: TokenStream,
+        elem: &Expr,
+        n: &TokenStream,
+    ) -> TokenStream {
+        let sp = user;
+        if is_zero_literal(elem) {
+            let generics = quote_spanned!(sp=> ::<_, #n>);
+            let args = quote_spanned!(sp=> #empty, #elem);
+            return self.call(user, "vec_zero", generics, args, "vec![e; N]");
+        }
+        let generics = quote_spanned!(sp=> ::<_, #n, _>);
+        let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
+        let args = quote_spanned!(sp=> #empty, #clone, #elem);
+        self.call(user, "vec_from_elem", generics, args, "vec![e; N]")
+    }
+
+    /// `vec![a, b, c]`.
+    pub fn vec_from_array(
+        &self,
+        user: Span,
+        empty: TokenStream,
+        list: &Punctuated<Expr, Token![,]>,
+    ) -> TokenStream {
+        let args = quote_spanned!(user=> #empty, [#list]);
+        self.call(
+            user,
+            "vec_from_array",
+            TokenStream::new(),
+            args,
+            "vec![a, b, ...]",
+        )
+    }
+
+    /// `Vec::with_capacity(N)` / `Vec::<T>::with_capacity(N)` (`std` is the callee as written).
+    pub fn vec_with_capacity(&self, user: Span, std: TokenStream, n: &TokenStream) -> TokenStream {
+        let generics = quote_spanned!(user=> ::<_, #n, _>);
+        self.call(
+            user,
+            "vec_with_capacity",
+            generics,
+            std,
+            "Vec::with_capacity",
+        )
+    }
+
+    /// `String::with_capacity(N)`.
+    pub fn string_with_capacity(
+        &self,
+        user: Span,
+        std: TokenStream,
+        n: &TokenStream,
+    ) -> TokenStream {
+        let generics = quote_spanned!(user=> ::<#n, _>);
+        self.call(
+            user,
+            "string_with_capacity",
+            generics,
+            std,
+            "String::with_capacity",
+        )
+    }
+
+    /// `String::from("lit")`, `"lit".to_string()`, `"lit".to_owned()` (`std` is the function
+    /// the user called, as a value).
+    pub fn string_from(&self, user: Span, std: TokenStream, lit: &LitStr, what: &str) -> TokenStream {
+        let sp = user;
+        let len = Literal::usize_unsuffixed(lit.value().len());
+        let generics = quote_spanned!(sp=> ::<#len, _>);
+        let args = quote_spanned!(sp=> #std, #lit);
+        self.call(user, "string_from", generics, args, what)
+    }
+}
+
+/// A span at the user's tokens with the macro's hygiene, for the tokens that only the per-site
+/// report adds: lints (`unused_parens`) treat them as generated. The calls themselves carry the
+/// user's spans, so type errors read as they would without the macro.
+pub fn located(user: Span) -> Span {
+    Span::call_site().located_at(user)
+}
+
+/// `::<T>`, or nothing.
+pub fn turbofish(ty: Option<TokenStream>) -> TokenStream {
+    match ty {
+        Some(t) => quote!(::<#t>),
+        None => TokenStream::new(),
+    }
+}
+
+/// Whether `e` is an integer or float literal of value zero (`0`, `0u8`, `0.0`, `0x0`, ...),
+/// whose all-zero bytes are the value: `vec![0; N]` then takes zeroed memory instead of
+/// writing each element, like std's `vec!`.
+pub fn is_zero_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(l) if l.attrs.is_empty() => match &l.lit {
+            Lit::Int(i) => i.base10_digits().bytes().all(|b| b == b'0'),
+            Lit::Float(f) => f.base10_parse::<f64>().is_ok_and(|v| v == 0.0),
+            _ => false,
+        },
+        _ => false,
+    }
+}

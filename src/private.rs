@@ -1,0 +1,134 @@
+//! What the macros' expansions name. Not public API: it may change in any release.
+//!
+//! Each entry point takes, next to its arguments, the std function (or an empty `vec![]`) the
+//! rewritten site called: the expansion keeps naming the user's paths (`Box::new`,
+//! `String::from`, `ToString::to_string`, `vec!`, ...), so their imports stay used and type
+//! inference sees the same functions. The work is done by [`spec`], which falls back to the
+//! std code when the routines do not serve (sizes without a routine, opt-out, or a program
+//! that did not `install!` specalloc).
+
+pub use core::mem::MaybeUninit;
+use core::pin::Pin;
+
+pub use crate::report::counted as report;
+pub use crate::report::Site;
+pub use specalloc_macros::alloc;
+pub use specalloc_runtime::spec;
+pub use std::boxed::Box;
+pub use std::string::String;
+pub use std::vec::Vec;
+
+/// Primitive numbers, whose value zero is all-zero bytes.
+///
+/// # Safety
+/// All-zero bytes must be a valid value of the type.
+pub unsafe trait Zero: Copy {}
+macro_rules! zero {
+    ($($t:ty)*) => { $(
+        // SAFETY: all-zero bytes are the number zero.
+        unsafe impl Zero for $t {}
+    )* };
+}
+zero!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64);
+
+/// `Box::new(x)` (`_std` is the user's `Box::new`).
+#[inline(always)]
+#[must_use]
+pub fn boxed<T, F: FnOnce(T) -> Box<T>>(_std: F, x: T) -> Box<T> {
+    spec::boxed(x)
+}
+
+/// `Box::pin(x)` (`_std` is the user's `Box::pin`).
+#[inline(always)]
+#[must_use]
+pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(_std: F, x: T) -> Pin<Box<T>> {
+    Box::into_pin(spec::boxed(x))
+}
+
+/// `Box::new_uninit()`.
+#[inline(always)]
+#[must_use]
+pub fn uninit<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit<T>> {
+    spec::uninit()
+}
+
+/// `Box::new_zeroed()`.
+#[inline(always)]
+#[must_use]
+pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit<T>> {
+    spec::zeroed()
+}
+
+/// `Vec::with_capacity(N)`: capacity exactly `N`.
+#[inline(always)]
+#[must_use]
+pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(_std: F) -> Vec<T> {
+    spec::vec_with_capacity::<T, N>()
+}
+
+/// `vec![x; N]` as std builds it (`_empty` is the user's `vec![]`): `x` cloned `N - 1` times
+/// with `clone` (the user's `Clone::clone`, so an unmet bound names `Clone`), moved into the
+/// last slot, dropped when `N` is 0; capacity exactly `N`.
+#[inline(always)]
+#[must_use]
+pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(_empty: Vec<T>, clone: C, x: T) -> Vec<T> {
+    if N == 0 {
+        drop(x);
+        return Vec::new();
+    }
+    let mut v = spec::vec_with_capacity::<T, N>();
+    /// Sets the vector's length on drop, so that a panicking `clone` drops the clones made.
+    struct SetLen<'a, T> {
+        v: &'a mut Vec<T>,
+        len: usize,
+    }
+    impl<T> Drop for SetLen<'_, T> {
+        fn drop(&mut self) {
+            // SAFETY: the first `len` elements were written.
+            unsafe { self.v.set_len(self.len) }
+        }
+    }
+    let p = v.as_mut_ptr();
+    let mut guard = SetLen { v: &mut v, len: 0 };
+    while guard.len + 1 < N {
+        // SAFETY: `len + 1 < N`, within the capacity of `N` elements.
+        unsafe { p.add(guard.len).write(clone(&x)) };
+        guard.len += 1;
+    }
+    // SAFETY: the last of the `N` slots.
+    unsafe { p.add(guard.len).write(x) };
+    guard.len += 1;
+    drop(guard);
+    v
+}
+
+/// `vec![0; N]` (a literal zero): taken from the zeroing routine, with nothing written element
+/// by element.
+#[inline(always)]
+#[must_use]
+pub fn vec_zero<T: Zero, const N: usize>(_empty: Vec<T>, _zero: T) -> Vec<T> {
+    // SAFETY: all-zero bytes are a valid `T` (`Zero`).
+    unsafe { spec::vec_zeroed::<T, N>() }
+}
+
+/// `vec![a, b, c]`: capacity exactly `N`.
+#[inline(always)]
+#[must_use]
+pub fn vec_from_array<T, const N: usize>(_empty: Vec<T>, a: [T; N]) -> Vec<T> {
+    spec::vec_from_array(a)
+}
+
+/// `String::with_capacity(N)`: capacity exactly `N`.
+#[inline(always)]
+#[must_use]
+pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(_std: F) -> String {
+    spec::string_with_capacity::<N>()
+}
+
+/// `String::from("…")`, `"…".to_string()`, `"…".to_owned()` (`_std` is the user's function):
+/// capacity exactly `N`, the literal's length.
+#[inline(always)]
+#[must_use]
+pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(_std: F, s: &'static str) -> String {
+    spec::string_from::<N>(s)
+}

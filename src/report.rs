@@ -1,0 +1,313 @@
+//! The per-site report of `#[specialize(report)]`: each rewritten site is a static [`Site`]
+//! that counts its runs and lists itself on its first run; [`sites()`] reads the list.
+//! Where a site's allocations go is decided by the runtime's single router,
+//! [`size_class::route`](specalloc_runtime::size_class::route).
+
+use core::fmt;
+use core::mem::{align_of, size_of, MaybeUninit};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use specalloc_runtime::routines::TINY_ALIGN;
+use specalloc_runtime::size_class::{self, route, Route};
+use specalloc_runtime::spec;
+
+/// One allocation site rewritten by `#[specialize(report)]`, as [`sites()`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteStats {
+    /// Source file of the site.
+    pub file: &'static str,
+    /// Line of the site (1-based).
+    pub line: u32,
+    /// Column of the site (1-based).
+    pub column: u32,
+    /// What was written there: `Box::new`, `vec![e; N]`, `String::from`, …
+    pub what: &'static str,
+    /// Times the site ran.
+    pub hits: u64,
+    /// Bytes each allocation asks for (at the first run: a site in a generic function may
+    /// allocate several sizes).
+    pub size: usize,
+    /// Alignment each allocation asks for (at the first run).
+    pub align: usize,
+    /// Where such an allocation goes.
+    pub route: SiteRoute,
+}
+
+/// Where the allocations of a site go, from their size and alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteRoute {
+    /// Zero-sized: nothing is allocated.
+    ZeroSized,
+    /// A tiny routine (1 to 15 bytes).
+    Tiny,
+    /// The routine of this size class (16 bytes to 32 KiB).
+    Class(usize),
+    /// The global allocator's generic path: large or over-aligned, the `no-size-specialized`
+    /// opt-out is on, or the program did not `install!` specalloc.
+    Generic,
+}
+
+impl SiteRoute {
+    /// The route of an allocation of `size` bytes at `align` in a program that installed
+    /// specalloc with `install!`: the runtime's router ([`route`]) decides, as it does for the
+    /// entry points' choice of routine.
+    ///
+    /// ```
+    /// use specalloc::SiteRoute;
+    /// assert_eq!(SiteRoute::of(0, 1), SiteRoute::ZeroSized);
+    /// assert_eq!(SiteRoute::of(1 << 20, 8), SiteRoute::Generic);
+    /// if specalloc::spec::SIZE_SPECIALIZED {
+    ///     assert_eq!(SiteRoute::of(4, 4), SiteRoute::Tiny);
+    ///     assert_eq!(SiteRoute::of(24, 8), SiteRoute::Class(3));
+    ///     // Agrees with the entry points' choice of routine.
+    ///     for size in 1..40_000 {
+    ///         for align in [1, 2, 4, 8, 16, 64, 4096, 16384] {
+    ///             let routed = SiteRoute::of(size, align) != SiteRoute::Generic;
+    ///             assert_eq!(routed, specalloc::spec::routine(size, align, false).is_some());
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub const fn of(size: usize, align: usize) -> SiteRoute {
+        if size == 0 {
+            return SiteRoute::ZeroSized;
+        }
+        if !spec::SIZE_SPECIALIZED {
+            return SiteRoute::Generic;
+        }
+        match route(size, align) {
+            Route::Large => SiteRoute::Generic,
+            // Under 16 bytes the routine of the exact size serves the layout when its block is
+            // aligned enough (`spec::routine`, without linking its tables of routines).
+            _ if size < 16 => {
+                if align <= TINY_ALIGN[size] {
+                    SiteRoute::Tiny
+                } else {
+                    SiteRoute::Generic
+                }
+            }
+            Route::Tiny => SiteRoute::Generic,
+            Route::Small(c) => SiteRoute::Class(c),
+        }
+    }
+}
+
+impl fmt::Display for SiteStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {} of {} B (align {}) -> ",
+            self.file, self.line, self.column, self.what, self.size, self.align
+        )?;
+        match self.route {
+            SiteRoute::ZeroSized => write!(f, "nothing (zero-sized)")?,
+            SiteRoute::Tiny => write!(f, "tiny routine")?,
+            SiteRoute::Class(c) => write!(f, "class {c} ({} B)", size_class::class_size(c))?,
+            SiteRoute::Generic => write!(f, "generic path")?,
+        }
+        write!(f, ", {} hits", self.hits)
+    }
+}
+
+/// The sites rewritten by `#[specialize(report)]` that have run so far, most recently first
+/// run first. Sites of code without `report` are not counted (it costs an atomic increment
+/// per allocation).
+///
+/// ```
+/// specalloc::install!();
+///
+/// #[specalloc::specialize(report)]
+/// fn make() -> Box<[u64; 3]> {
+///     Box::new([1, 2, 3])
+/// }
+///
+/// for _ in 0..10 {
+///     make();
+/// }
+/// let site = specalloc::sites().into_iter().find(|s| s.what == "Box::new").unwrap();
+/// assert_eq!((site.hits, site.size), (10, 24));
+/// println!("{site}"); // src/lib.rs:8:5: Box::new of 24 B (align 8) -> class 3 (24 B), 10 hits
+/// ```
+pub fn sites() -> Vec<SiteStats> {
+    let mut out = Vec::new();
+    let mut p = SITES.load(Ordering::Acquire);
+    while !p.is_null() {
+        // SAFETY: the list holds only `&'static Site`s, never removed.
+        let s = unsafe { &*p };
+        out.push(s.stats());
+        p = s.next.load(Ordering::Acquire);
+    }
+    out
+}
+
+static SITES: AtomicPtr<Site> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A site rewritten by `#[specialize(report)]`: a static of its own (not public API).
+#[doc(hidden)]
+pub struct Site {
+    file: &'static str,
+    line: u32,
+    column: u32,
+    what: &'static str,
+    hits: AtomicU64,
+    size: AtomicUsize,
+    align: AtomicUsize,
+    state: AtomicU8,
+    next: AtomicPtr<Site>,
+}
+
+const UNLISTED: u8 = 0;
+const LISTING: u8 = 1;
+const LISTED: u8 = 2;
+
+impl Site {
+    /// A site not run yet.
+    pub const fn new(file: &'static str, line: u32, column: u32, what: &'static str) -> Self {
+        Site {
+            file,
+            line,
+            column,
+            what,
+            hits: AtomicU64::new(0),
+            size: AtomicUsize::new(0),
+            align: AtomicUsize::new(0),
+            state: AtomicU8::new(UNLISTED),
+            next: AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+
+    /// Counts one run allocating `size` bytes at `align`; the first run lists the site.
+    #[inline]
+    pub fn hit(&'static self, size: usize, align: usize) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        if self.state.load(Ordering::Acquire) != LISTED {
+            self.list(size, align);
+        }
+    }
+
+    #[cold]
+    fn list(&'static self, size: usize, align: usize) {
+        if self
+            .state
+            .compare_exchange(UNLISTED, LISTING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        self.size.store(size, Ordering::Relaxed);
+        self.align.store(align, Ordering::Relaxed);
+        let me = self as *const Site as *mut Site;
+        let mut head = SITES.load(Ordering::Acquire);
+        loop {
+            self.next.store(head, Ordering::Relaxed);
+            match SITES.compare_exchange_weak(head, me, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        self.state.store(LISTED, Ordering::Release);
+    }
+
+    fn stats(&self) -> SiteStats {
+        let (size, align) = (
+            self.size.load(Ordering::Relaxed),
+            self.align.load(Ordering::Relaxed),
+        );
+        let route = match SiteRoute::of(size, align.max(1)) {
+            SiteRoute::Tiny | SiteRoute::Class(_) if !spec::installed() => SiteRoute::Generic,
+            r => r,
+        };
+        SiteStats {
+            file: self.file,
+            line: self.line,
+            column: self.column,
+            what: self.what,
+            hits: self.hits.load(Ordering::Relaxed),
+            size,
+            align,
+            route,
+        }
+    }
+}
+
+/// Bytes of `n` elements of `T`, saturating (a size no routine serves).
+const fn array_bytes<T>(n: usize) -> usize {
+    size_of::<T>().saturating_mul(n)
+}
+
+/// The macros' entry points ([`crate::__private`]), each counting its site first.
+pub mod counted {
+    use super::{align_of, array_bytes, size_of, MaybeUninit, Site};
+    use crate::__private as p;
+    use core::pin::Pin;
+
+    /// [`p::boxed`], counted.
+    #[inline(always)]
+    pub fn boxed<T, F: FnOnce(T) -> Box<T>>(site: &'static Site, std: F, x: T) -> Box<T> {
+        site.hit(size_of::<T>(), align_of::<T>());
+        p::boxed(std, x)
+    }
+
+    /// [`p::pinned`], counted.
+    #[inline(always)]
+    pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(site: &'static Site, std: F, x: T) -> Pin<Box<T>> {
+        site.hit(size_of::<T>(), align_of::<T>());
+        p::pinned(std, x)
+    }
+
+    /// [`p::uninit`], counted.
+    #[inline(always)]
+    pub fn uninit<T, F: FnOnce() -> Box<MaybeUninit<T>>>(site: &'static Site, std: F) -> Box<MaybeUninit<T>> {
+        site.hit(size_of::<T>(), align_of::<T>());
+        p::uninit(std)
+    }
+
+    /// [`p::zeroed`], counted.
+    #[inline(always)]
+    pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(site: &'static Site, std: F) -> Box<MaybeUninit<T>> {
+        site.hit(size_of::<T>(), align_of::<T>());
+        p::zeroed(std)
+    }
+
+    /// [`p::vec_with_capacity`], counted.
+    #[inline(always)]
+    pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(site: &'static Site, std: F) -> Vec<T> {
+        site.hit(array_bytes::<T>(N), align_of::<T>());
+        p::vec_with_capacity::<T, N, F>(std)
+    }
+
+    /// [`p::vec_from_elem`], counted.
+    #[inline(always)]
+    pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(site: &'static Site, empty: Vec<T>, clone: C, x: T) -> Vec<T> {
+        site.hit(array_bytes::<T>(N), align_of::<T>());
+        p::vec_from_elem::<T, N, C>(empty, clone, x)
+    }
+
+    /// [`p::vec_zero`], counted.
+    #[inline(always)]
+    pub fn vec_zero<T: p::Zero, const N: usize>(site: &'static Site, empty: Vec<T>, zero: T) -> Vec<T> {
+        site.hit(array_bytes::<T>(N), align_of::<T>());
+        p::vec_zero::<T, N>(empty, zero)
+    }
+
+    /// [`p::vec_from_array`], counted.
+    #[inline(always)]
+    pub fn vec_from_array<T, const N: usize>(site: &'static Site, empty: Vec<T>, a: [T; N]) -> Vec<T> {
+        site.hit(array_bytes::<T>(N), align_of::<T>());
+        p::vec_from_array(empty, a)
+    }
+
+    /// [`p::string_with_capacity`], counted.
+    #[inline(always)]
+    pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(site: &'static Site, std: F) -> String {
+        site.hit(N, 1);
+        p::string_with_capacity::<N, F>(std)
+    }
+
+    /// [`p::string_from`], counted.
+    #[inline(always)]
+    pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(site: &'static Site, std: F, s: &'static str) -> String {
+        site.hit(N, 1);
+        p::string_from::<N, F>(std, s)
+    }
+}
