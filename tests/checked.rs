@@ -12,9 +12,10 @@
 
 #![cfg(feature = "checked")]
 
+mod common;
+
 use std::alloc::{alloc, dealloc, realloc, Layout};
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
@@ -23,11 +24,7 @@ const CASE: &str = "SPECALLOC_CHECKED_CASE";
 
 /// Runs one misuse in the child and returns (its stderr, the address it printed).
 fn run_case(case: &str) -> (String, String) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env(CASE, case)
-        .output()
-        .expect("spawn child");
+    let out = common::rerun_test("child", CASE, case);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(

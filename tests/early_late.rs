@@ -4,8 +4,9 @@
 //! allocator's own has torn the heap down), and in an `atexit` handler at process exit.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod common;
+
 use std::cell::RefCell;
-use std::process::Command;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
@@ -288,22 +289,7 @@ fn atexit_handler_allocates() {
         assert_eq!(unsafe { libc::atexit(at_exit) }, 0);
         return;
     }
-    let exe = std::env::current_exe().expect("current_exe");
-    let out = Command::new(exe)
-        .args(["--exact", "atexit_handler_allocates", "--nocapture"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "child failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
+    let out = common::rerun_test("atexit_handler_allocates", CHILD_ENV, "1");
     let marker = std::str::from_utf8(AT_EXIT_OK).unwrap().trim_end();
-    assert!(
-        stdout.contains(marker),
-        "no marker from the atexit handler\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    common::assert_child_ok(&out, marker);
 }

@@ -8,9 +8,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use specalloc::SpecAlloc;
+
+mod common;
+
+use common::{wait_child, Rng};
 
 #[global_allocator]
 static GLOBAL: SpecAlloc = SpecAlloc;
@@ -20,35 +24,13 @@ const FORKS: usize = 40;
 /// How long a child may take before it counts as deadlocked.
 const CHILD_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// xorshift64*: deterministic and allocation-free.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A size: mostly tiny and small, some medium (page runs), a few huge (own mappings).
 fn mixed_size(rng: &mut Rng) -> usize {
     match rng.below(100) {
-        0..=34 => 1 + rng.below(15) as usize,
-        35..=84 => 16 + rng.below(32 * 1024 - 16) as usize,
-        85..=96 => 32 * 1024 + rng.below(1 << 20) as usize,
-        _ => (1 << 20) + rng.below(2 << 20) as usize,
+        0..=34 => 1 + rng.below(15),
+        35..=84 => 16 + rng.below(32 * 1024 - 16),
+        85..=96 => 32 * 1024 + rng.below(1 << 20),
+        _ => (1 << 20) + rng.below(2 << 20),
     }
 }
 
@@ -113,7 +95,7 @@ fn hammer(
             _ => {
                 keep.push(v);
                 if keep.len() > 64 {
-                    let v = keep.swap_remove(rng.below(keep.len() as u64) as usize);
+                    let v = keep.swap_remove(rng.below(keep.len()));
                     assert!(intact(&v), "thread {id}: block corrupted");
                 }
             }
@@ -186,33 +168,6 @@ fn child_work(inherited: Vec<Vec<u8>>) -> bool {
     let ok = ok && th.join().map(|n| n == 2890).unwrap_or(false);
     let st = specalloc::stats();
     ok && st.allocs >= st.frees
-}
-
-/// Waits for `pid` for at most `timeout`, polling; kills it if it is still running.
-fn wait_child(pid: libc::pid_t, timeout: Duration) -> Result<libc::c_int, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return Ok(status);
-        }
-        if r == -1 {
-            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
-        }
-        if Instant::now() > deadline {
-            // SAFETY: `pid` is our child, not yet reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return Err(format!(
-                "child {pid} hung for {timeout:?}: deadlock after fork"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{exited_ok, fork_child, wait_child};
-use specalloc_runtime::test_hooks::{self, Lock, ALL_LOCKS};
+use specalloc_runtime::test_hooks::{self, ALL_LOCKS};
 
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
@@ -43,7 +43,7 @@ fn child_work() -> bool {
         .iter()
         .enumerate()
         .all(|(i, b)| b.iter().all(|&x| x == i as u8));
-    let t = std::thread::spawn(|| (0..1000u64).map(|i| Box::new(i)).map(|b| *b).sum::<u64>());
+    let t = std::thread::spawn(|| (0..1000u64).map(Box::new).map(|b| *b).sum::<u64>());
     let sum = t.join().map(|s| s == 499_500).unwrap_or(false);
     drop(v);
     ok && sum

@@ -6,6 +6,9 @@
 //! accounting is checked in `tests/stress.rs`, whose single test has its binary to itself.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod common;
+
+use common::Rng;
 use std::alloc::{GlobalAlloc, Layout};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
@@ -21,29 +24,6 @@ static GLOBAL: SpecAlloc = SpecAlloc;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
-
-/// xorshift64*: deterministic and allocation-free.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// The pattern byte at offset `i` of a block tagged `seed`: depends on both, so a block that
 /// overlaps another, or a copy that lands at the wrong offset, shows up.

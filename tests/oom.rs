@@ -15,8 +15,9 @@
 //! set to the test's name, and checks that the child exited 0 after printing its marker line.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod common;
+
 use std::alloc::Layout;
-use std::process::Command;
 
 use specalloc::SpecAlloc;
 
@@ -216,24 +217,8 @@ fn child() {
 /// Runs `test` (this binary's test of that name) in a child process with `SPECALLOC_OOM_CHILD`
 /// set, and checks that it exited 0 after printing the marker.
 fn run_child(test: &str) {
-    let exe = std::env::current_exe().expect("current_exe");
-    let out = Command::new(exe)
-        .args(["--exact", test, "--nocapture"])
-        .args(["--test-threads", "1"])
-        .env(CHILD_ENV, test)
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "child failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains(MARKER),
-        "no marker from the child\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let out = common::rerun_test(test, CHILD_ENV, test);
+    common::assert_child_ok(&out, MARKER);
 }
 
 /// Whether this process is the child started by [`run_child`] for `test`.

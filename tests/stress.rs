@@ -18,6 +18,9 @@
 //! `SPECALLOC_STRESS_SCALE=N` multiplies the amount of work (generations and batches).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod common;
+
+use common::Rng;
 use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,29 +50,6 @@ const SLOTS: usize = 256;
 /// Blocks up to this size carry their pattern throughout; larger ones in 8-byte windows (at the
 /// start, at every 4 KiB, at the end).
 const DENSE: usize = 1024;
-
-/// xorshift64*: deterministic and allocation-free.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A random layout: mostly small (skewed towards tiny), some medium, rarely huge; mostly
 /// naturally aligned, sometimes over-aligned (up to 64 KiB, which is never a size class).

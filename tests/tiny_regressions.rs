@@ -10,6 +10,8 @@
 //!    once the owner freed every block itself; the owner then read the freed page when it took
 //!    its delayed list.
 
+#![allow(clippy::vec_box)] // the boxes are the point: one allocation each
+
 use std::sync::mpsc;
 
 #[global_allocator]
@@ -59,7 +61,7 @@ fn frees_into_spans_of_an_exiting_thread() {
         let all = rx.recv().unwrap();
         let (mut first, mut rest): (Vec<_>, Vec<_>) = all
             .into_iter()
-            .partition(|b| &**b as *const u32 as usize % 16 == 0);
+            .partition(|b| (&**b as *const u32 as usize).is_multiple_of(16));
         for b in first.drain(..) {
             check32(&b);
             drop(b);

@@ -14,7 +14,8 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -23,9 +24,9 @@ impl Rng {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// A number below `n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
     }
 }
 
@@ -78,4 +79,30 @@ pub fn wait_child(pid: libc::pid_t, timeout: Duration) -> Result<libc::c_int, St
 /// Whether a wait status is a normal exit with code 0.
 pub fn exited_ok(status: libc::c_int) -> bool {
     libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
+/// Runs this test binary's test `test` alone in a child process, with the environment variable
+/// `var` set to `value` (the test checks it to know it is the child), and returns its output.
+pub fn rerun_test(test: &str, var: &str, value: &str) -> std::process::Output {
+    let exe = std::env::current_exe().expect("current_exe");
+    std::process::Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .output()
+        .expect("run the child")
+}
+
+/// Panics, with the child's output, unless it exited 0 and printed `marker` on stdout.
+pub fn assert_child_ok(out: &std::process::Output, marker: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "child failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains(marker),
+        "no marker from the child\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 }
