@@ -88,15 +88,19 @@ pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(_empty: Vec<T>, clone: C
             unsafe { self.v.set_len(self.len) }
         }
     }
-    let p = v.as_mut_ptr();
+    let mut p = v.as_mut_ptr();
     let mut guard = SetLen { v: &mut v, len: 0 };
-    while guard.len + 1 < N {
-        // SAFETY: `len + 1 < N`, within the capacity of `N` elements.
-        unsafe { p.add(guard.len).write(clone(&x)) };
+    // As std's `extend_with`: a moving pointer, the length kept aside until the end.
+    for _ in 1..N {
+        // SAFETY: fewer than `N - 1` elements written so far, within the capacity of `N`.
+        unsafe {
+            p.write(clone(&x));
+            p = p.add(1);
+        }
         guard.len += 1;
     }
     // SAFETY: the last of the `N` slots.
-    unsafe { p.add(guard.len).write(x) };
+    unsafe { p.write(x) };
     guard.len += 1;
     drop(guard);
     v
