@@ -13,8 +13,7 @@ use std::time::Instant;
 use specalloc::specialize;
 
 #[cfg(not(feature = "compare-mimalloc"))]
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 #[cfg(feature = "compare-mimalloc")]
 #[global_allocator]
@@ -57,12 +56,34 @@ fn check(n: &Node) -> u32 {
     }
 }
 
+const USAGE: &str = "usage: binary_trees [max_depth]
+  max_depth  depth of the largest trees, 6 to 30 (default 18)";
+
+/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
+/// with status 2 for anything it cannot parse.
+fn arg() -> u64 {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    match argv.as_slice() {
+        [] => 18,
+        [a] => match a.parse::<u64>().ok().filter(|n| (6..=30).contains(n)) {
+            Some(n) => n,
+            None => bad(a),
+        },
+        [_, extra, ..] => bad(extra),
+    }
+}
+
+fn bad(a: &str) -> ! {
+    eprintln!("binary_trees: bad argument `{a}`\n{USAGE}");
+    std::process::exit(2)
+}
+
 fn main() {
-    let max_depth: u32 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(18)
-        .max(6);
+    let max_depth = arg() as u32;
     let start = Instant::now();
     let stretch = max_depth + 1;
     println!(

@@ -13,8 +13,7 @@ use std::time::Instant;
 use specalloc::specialize;
 
 #[cfg(not(feature = "compare-mimalloc"))]
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 #[cfg(feature = "compare-mimalloc")]
 #[global_allocator]
@@ -54,11 +53,34 @@ fn batch(producer: u32, first: u64, len: u64) -> Option<Box<Node>> {
     head
 }
 
+const USAGE: &str = "usage: cross_thread_queue [messages_per_producer]
+  messages_per_producer  messages each of the two producers sends (default 2000000)";
+
+/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
+/// with status 2 for anything it cannot parse.
+fn arg() -> u64 {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    match argv.as_slice() {
+        [] => 2_000_000,
+        [a] => match a.parse::<u64>().ok() {
+            Some(n) => n,
+            None => bad(a),
+        },
+        [_, extra, ..] => bad(extra),
+    }
+}
+
+fn bad(a: &str) -> ! {
+    eprintln!("cross_thread_queue: bad argument `{a}`\n{USAGE}");
+    std::process::exit(2)
+}
+
 fn main() {
-    let per_producer: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2_000_000);
+    let per_producer = arg();
     let producers = 2u32;
     let start = Instant::now();
     let (tx, rx) = mpsc::sync_channel::<Box<Node>>(64);

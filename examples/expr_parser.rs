@@ -12,8 +12,7 @@ use std::time::Instant;
 use specalloc::specialize;
 
 #[cfg(not(feature = "compare-mimalloc"))]
-#[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+specalloc::install!(static GLOBAL);
 
 #[cfg(feature = "compare-mimalloc")]
 #[global_allocator]
@@ -190,11 +189,34 @@ fn source(seed: u64, terms: usize) -> String {
     s
 }
 
+const USAGE: &str = "usage: expr_parser [iterations]
+  iterations  expressions to tokenize, parse and evaluate (default 2000)";
+
+/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
+/// with status 2 for anything it cannot parse.
+fn arg() -> u64 {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    match argv.as_slice() {
+        [] => 2000,
+        [a] => match a.parse::<u64>().ok() {
+            Some(n) => n,
+            None => bad(a),
+        },
+        [_, extra, ..] => bad(extra),
+    }
+}
+
+fn bad(a: &str) -> ! {
+    eprintln!("expr_parser: bad argument `{a}`\n{USAGE}");
+    std::process::exit(2)
+}
+
 fn main() {
-    let iterations: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2000);
+    let iterations = arg();
     let sources: Vec<String> = (0..16).map(|i| source(i * 7919 + 1, 400)).collect();
     let start = Instant::now();
     let mut checksum = 0i64;

@@ -1,20 +1,26 @@
-//! The main job (until the size sweep lands): a multi-threaded, allocation-heavy workload on the
-//! specalloc runtime, ending with its statistics.
+//! A multi-threaded, allocation-heavy workload on the global allocator, ending with its
+//! statistics (`stats()`, with specalloc).
 //!
 //! ```text
 //! cargo run --release --example workload
+//! cargo run --release --example workload --features compare-mimalloc   # against mimalloc
 //! ```
 //!
 //! Four producer threads build boxed binary trees, hash maps of vectors and strings; part of what
 //! they build is sent to a consumer thread that checks and drops it (cross-thread frees); the
-//! producers exit while their blocks are still alive elsewhere (thread-exit reclaim).
+//! producers exit while their blocks are still alive elsewhere (thread-exit reclaim). It takes
+//! no argument.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::Instant;
 
+#[cfg(not(feature = "compare-mimalloc"))]
+specalloc::install!(static GLOBAL);
+
+#[cfg(feature = "compare-mimalloc")]
 #[global_allocator]
-static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 enum Tree {
     Leaf,
@@ -36,7 +42,22 @@ fn count(t: &Tree) -> u64 {
     }
 }
 
+/// This program takes no argument: `--help` prints the usage on stdout, anything else prints it
+/// on stderr and exits with status 2.
+fn no_args(usage: &str) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{usage}");
+        std::process::exit(0);
+    }
+    if let Some(a) = argv.first() {
+        eprintln!("bad argument `{a}`\n{usage}");
+        std::process::exit(2);
+    }
+}
+
 fn main() {
+    no_args("usage: workload   (no arguments)");
     let threads = 4;
     let start = Instant::now();
     let (tx, rx) = mpsc::channel::<(Tree, HashMap<u64, Vec<u8>>, Vec<String>)>();
@@ -80,5 +101,9 @@ fn main() {
         "{threads} producers + 1 consumer: {} tree nodes built, {} consumed remotely, {} payload bytes, {:.2?}",
         local, remote_nodes, bytes, elapsed
     );
-    println!("{}", specalloc::stats());
+    if cfg!(feature = "compare-mimalloc") {
+        println!("(mimalloc as the global allocator: no specalloc statistics)");
+    } else {
+        println!("{}", specalloc::stats());
+    }
 }

@@ -86,22 +86,22 @@ compile_error!(
 
 #[cfg(feature = "checked")]
 mod checked;
-#[cfg(feature = "checked")]
-mod side;
 mod chunk;
 mod heap;
+#[cfg(feature = "test-hooks")]
+mod hooks;
 mod large;
 mod lock;
 mod os;
 mod remote;
 pub mod routines;
+#[cfg(feature = "checked")]
+mod side;
 pub mod size_class;
+mod snapshot;
 mod span;
 pub mod spec;
-mod snapshot;
 mod stats;
-#[cfg(feature = "test-hooks")]
-mod hooks;
 /// Test hooks for the fork tests (cargo feature `test-hooks`; never in a normal build).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every check CI runs (`.ci/run` calls this script; the README's test command is this script):
+# formatting, clippy with warnings as errors, the docs with warnings as errors, the whole
+# workspace's tests, the facade's suite again with the checked mode and the opt-out switch on,
+# and the runtime's JSON stats test under its `serde` feature.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+cargo test --workspace && cargo test -p specalloc --features checked,no-size-specialized
+cargo test -p specalloc-runtime --features serde --test stats_json
+cargo test -p specalloc-runtime --features serde --doc -- snapshot::Stats
