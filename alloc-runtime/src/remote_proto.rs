@@ -25,7 +25,9 @@
 //   until the span is not NOTIFYING (`quiesce`).
 // - DELIVERED: the span sits on its owner's delayed list. Only the owner leaves this state, when
 //   it takes the span off that list (`take_delivered`); until then the span is neither re-armed
-//   nor given back to the page heap (the runtime defers the release, see `heap/slow.rs`).
+//   nor given back to the page heap (the runtime defers the release, see `heap/slow.rs`). The
+//   deliverer pushes the span before it marks it DELIVERED, so the owner can find a span on its
+//   list that is still NOTIFYING: `take_delivered` waits for the mark.
 //
 // The block that claimed the notification stays on the span's remote list and in the span's
 // count of used blocks, like any remote free: a delivered span is an address the owner looks
@@ -262,11 +264,25 @@ pub fn quiesce(remote: &AtomicUsize) -> bool {
     }
 }
 
-/// The owner took the span off its delayed list: DELIVERED -> NONE.
+/// The owner took the span off its delayed list: DELIVERED -> NONE. The delivering thread puts
+/// the span on the list before it marks it DELIVERED, so the owner may find it there still
+/// NOTIFYING: it waits out that last step (no lock is involved, and `fork` waits for deliveries
+/// to finish, so it is short).
 pub fn take_delivered(remote: &AtomicUsize) {
     let mut old = remote.load(Ordering::Acquire);
     loop {
-        debug_assert_eq!(old & STATE_MASK, DELIVERED);
+        match old & STATE_MASK {
+            DELIVERED => {}
+            NOTIFYING => {
+                spin_loop();
+                old = remote.load(Ordering::Acquire);
+                continue;
+            }
+            s => {
+                debug_assert!(false, "take_delivered in state {s}");
+                return;
+            }
+        }
         match remote.compare_exchange_weak(
             old,
             old & !STATE_MASK,

@@ -436,3 +436,26 @@ fn repark_while_notifying() {
         assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
     });
 }
+
+/// The owner takes its delayed list while a delivery is being completed (the span is already on
+/// the list, its state not yet DELIVERED): taking the span off the list waits for the delivery.
+#[test]
+fn take_list_while_delivery_completes() {
+    loom::model(|| {
+        let heap = new_heap();
+        let span = Span::new(&heap);
+        let mut o = Owner::new(heap.clone(), span.clone(), 2);
+        o.park_full();
+        let b = block(61);
+        let s = span.clone();
+        let t = loom::thread::spawn(move || free(&s, b));
+        // Poll the delayed list until the span arrives.
+        while o.taken == 0 && !matches!(o.tag, 'P') {
+            o.process_delayed(false);
+            loom::thread::yield_now();
+        }
+        t.join().unwrap();
+        o.process_delayed(false);
+        assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
+    });
+}
