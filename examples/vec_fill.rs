@@ -113,7 +113,11 @@ fn main() {
         check();
         return;
     }
-    let ty = if args[1] == "Pixel" { "Pixel" } else { args[1].as_str() };
+    let ty = if args[1] == "Pixel" {
+        "Pixel"
+    } else {
+        args[1].as_str()
+    };
     let n: usize = args[2].parse().expect("N");
     let iters: usize = args[3].parse().expect("ITERS");
     let total = run(&args[0], ty, n, iters);

@@ -133,6 +133,9 @@ pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(_std: F)
 /// capacity exactly `N`, the literal's length.
 #[inline(always)]
 #[must_use]
-pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(_std: F, s: &'static str) -> String {
+pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(
+    _std: F,
+    s: &'static str,
+) -> String {
     spec::string_from::<N>(s)
 }

@@ -250,63 +250,96 @@ pub mod counted {
 
     /// [`p::pinned`], counted.
     #[inline(always)]
-    pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(site: &'static Site, std: F, x: T) -> Pin<Box<T>> {
+    pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(
+        site: &'static Site,
+        std: F,
+        x: T,
+    ) -> Pin<Box<T>> {
         site.hit(size_of::<T>(), align_of::<T>());
         p::pinned(std, x)
     }
 
     /// [`p::uninit`], counted.
     #[inline(always)]
-    pub fn uninit<T, F: FnOnce() -> Box<MaybeUninit<T>>>(site: &'static Site, std: F) -> Box<MaybeUninit<T>> {
+    pub fn uninit<T, F: FnOnce() -> Box<MaybeUninit<T>>>(
+        site: &'static Site,
+        std: F,
+    ) -> Box<MaybeUninit<T>> {
         site.hit(size_of::<T>(), align_of::<T>());
         p::uninit(std)
     }
 
     /// [`p::zeroed`], counted.
     #[inline(always)]
-    pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(site: &'static Site, std: F) -> Box<MaybeUninit<T>> {
+    pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(
+        site: &'static Site,
+        std: F,
+    ) -> Box<MaybeUninit<T>> {
         site.hit(size_of::<T>(), align_of::<T>());
         p::zeroed(std)
     }
 
     /// [`p::vec_with_capacity`], counted.
     #[inline(always)]
-    pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(site: &'static Site, std: F) -> Vec<T> {
+    pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(
+        site: &'static Site,
+        std: F,
+    ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
         p::vec_with_capacity::<T, N, F>(std)
     }
 
     /// [`p::vec_from_elem`], counted.
     #[inline(always)]
-    pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(site: &'static Site, empty: Vec<T>, clone: C, x: T) -> Vec<T> {
+    pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(
+        site: &'static Site,
+        empty: Vec<T>,
+        clone: C,
+        x: T,
+    ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
         p::vec_from_elem::<T, N, C>(empty, clone, x)
     }
 
     /// [`p::vec_zero`], counted.
     #[inline(always)]
-    pub fn vec_zero<T: p::Zero, const N: usize>(site: &'static Site, empty: Vec<T>, zero: T) -> Vec<T> {
+    pub fn vec_zero<T: p::Zero, const N: usize>(
+        site: &'static Site,
+        empty: Vec<T>,
+        zero: T,
+    ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
         p::vec_zero::<T, N>(empty, zero)
     }
 
     /// [`p::vec_from_array`], counted.
     #[inline(always)]
-    pub fn vec_from_array<T, const N: usize>(site: &'static Site, empty: Vec<T>, a: [T; N]) -> Vec<T> {
+    pub fn vec_from_array<T, const N: usize>(
+        site: &'static Site,
+        empty: Vec<T>,
+        a: [T; N],
+    ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
         p::vec_from_array(empty, a)
     }
 
     /// [`p::string_with_capacity`], counted.
     #[inline(always)]
-    pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(site: &'static Site, std: F) -> String {
+    pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(
+        site: &'static Site,
+        std: F,
+    ) -> String {
         site.hit(N, 1);
         p::string_with_capacity::<N, F>(std)
     }
 
     /// [`p::string_from`], counted.
     #[inline(always)]
-    pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(site: &'static Site, std: F, s: &'static str) -> String {
+    pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(
+        site: &'static Site,
+        std: F,
+        s: &'static str,
+    ) -> String {
         site.hit(N, 1);
         p::string_from::<N, F>(std, s)
     }

@@ -7,6 +7,8 @@
 //! `--features no-size-specialized` (CI runs `--features checked,no-size-specialized`) they go
 //! through the generic path, with the same transcript.
 
+#![allow(clippy::vec_box)] // one allocation per box, on purpose
+
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -290,16 +292,32 @@ fn annotated_code_behaves_exactly_like_plain_code() {
             .clone()
     };
     assert_eq!(find("to_string"), "to_string: (\"seventeen chars!!\", 17)");
-    assert_eq!(find("with_capacity(100)"), "with_capacity(100): (\"abc\", 100)");
+    assert_eq!(
+        find("with_capacity(100)"),
+        "with_capacity(100): (\"abc\", 100)"
+    );
     assert_eq!(find("resize to capacity"), "resize to capacity: 100");
-    assert_eq!(find("vec![Tracked; 5] clones"), "vec![Tracked; 5] clones: 4");
-    assert_eq!(find("vec![Tracked; 5] drops"), "vec![Tracked; 5] drops: (0, 5)");
+    assert_eq!(
+        find("vec![Tracked; 5] clones"),
+        "vec![Tracked; 5] clones: 4"
+    );
+    assert_eq!(
+        find("vec![Tracked; 5] drops"),
+        "vec![Tracked; 5] drops: (0, 5)"
+    );
     assert_eq!(find("vec![Tracked; 0]"), "vec![Tracked; 0]: (0, 0, 1)");
-    assert_eq!(find("capacity overflow"), "capacity overflow: \"capacity overflow\"");
+    assert_eq!(
+        find("capacity overflow"),
+        "capacity overflow: \"capacity overflow\""
+    );
     assert!(find("assert!").contains("assertion failed: one == Box::new(2)"));
     assert_eq!(find("static mut length"), "static mut length: 48");
     // The annotated copies were rewritten (the reported one counted its sites).
-    assert!(specalloc::sites().len() >= 20, "{}", specalloc::sites().len());
+    assert!(
+        specalloc::sites().len() >= 20,
+        "{}",
+        specalloc::sites().len()
+    );
 }
 
 #[test]
@@ -309,7 +327,12 @@ fn the_annotated_copies_use_the_routines_when_installed() {
     let sites = specalloc::sites();
     let routed = sites
         .iter()
-        .filter(|s| matches!(s.route, specalloc::SiteRoute::Class(_) | specalloc::SiteRoute::Tiny))
+        .filter(|s| {
+            matches!(
+                s.route,
+                specalloc::SiteRoute::Class(_) | specalloc::SiteRoute::Tiny
+            )
+        })
         .count();
     if specalloc::spec::SIZE_SPECIALIZED {
         assert!(routed >= 10, "{sites:#?}");

@@ -10,7 +10,9 @@ fn specialised_entry_points_use_the_global_allocator() {
     let v = specalloc::spec::vec_with_capacity::<u32, 5>();
     assert_eq!(v.capacity(), 5);
     // The routine itself refuses to hand out a block.
-    assert!(!specalloc::spec::SIZE_SPECIALIZED || (specalloc::spec::One::<[u64; 3]>::PLAIN)().is_null());
+    assert!(
+        !specalloc::spec::SIZE_SPECIALIZED || (specalloc::spec::One::<[u64; 3]>::PLAIN)().is_null()
+    );
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! it, so its count of allocated bytes rises with the allocations and comes back down after
 //! the frees.
 
+#![allow(clippy::vec_box)] // one allocation per box, on purpose
+
 use cap::Cap;
 use specalloc::{specialize, SpecAlloc};
 
@@ -29,5 +31,9 @@ fn cap_counts_every_annotated_allocation() {
     assert_eq!((bytes.capacity(), s.capacity()), (4096, 100));
     assert_eq!(boxes[999][3], 999);
     drop((boxes, bytes, s));
-    assert!(GLOBAL.allocated() <= before + 1024, "{} vs {before}", GLOBAL.allocated());
+    assert!(
+        GLOBAL.allocated() <= before + 1024,
+        "{} vs {before}",
+        GLOBAL.allocated()
+    );
 }

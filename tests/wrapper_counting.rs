@@ -4,6 +4,8 @@
 //! `spec` entry point goes through the wrapper: it sees every allocation and every free, and
 //! its live-byte count returns to where it was.
 
+#![allow(clippy::vec_box)] // one allocation per box, on purpose
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
@@ -20,25 +22,30 @@ struct Counting {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         self.allocs.fetch_add(1, Ordering::Relaxed);
-        self.live.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        self.live
+            .fetch_add(layout.size() as isize, Ordering::Relaxed);
         // SAFETY: the caller's guarantees are passed on.
         unsafe { self.inner.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         self.allocs.fetch_add(1, Ordering::Relaxed);
-        self.live.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        self.live
+            .fetch_add(layout.size() as isize, Ordering::Relaxed);
         // SAFETY: the caller's guarantees are passed on.
         unsafe { self.inner.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        self.live
-            .fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        self.live.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: the caller's guarantees are passed on.
         unsafe { self.inner.realloc(p, layout, new_size) }
     }
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         self.frees.fetch_add(1, Ordering::Relaxed);
-        self.live.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        self.live
+            .fetch_sub(layout.size() as isize, Ordering::Relaxed);
         // SAFETY: the caller's guarantees are passed on.
         unsafe { self.inner.dealloc(p, layout) }
     }
@@ -93,7 +100,9 @@ fn the_wrapper_sees_every_allocation_and_free() {
 #[test]
 fn spec_entry_points_go_through_the_wrapper() {
     let before = GLOBAL.allocs.load(Ordering::SeqCst);
-    let boxes: Vec<_> = (0..100).map(|i| specalloc::spec::boxed([i as u8; 24])).collect();
+    let boxes: Vec<_> = (0..100)
+        .map(|i| specalloc::spec::boxed([i as u8; 24]))
+        .collect();
     assert!(GLOBAL.allocs.load(Ordering::SeqCst) - before >= 101);
     drop(boxes);
     assert!(GLOBAL.live.load(Ordering::SeqCst) >= 0);

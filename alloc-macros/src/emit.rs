@@ -162,7 +162,13 @@ impl Gen {
 
     /// `String::from("lit")`, `"lit".to_string()`, `"lit".to_owned()` (`std` is the function
     /// the user called, as a value).
-    pub fn string_from(&self, user: Span, std: TokenStream, lit: &LitStr, what: &str) -> TokenStream {
+    pub fn string_from(
+        &self,
+        user: Span,
+        std: TokenStream,
+        lit: &LitStr,
+        what: &str,
+    ) -> TokenStream {
         let sp = user;
         let len = Literal::usize_unsuffixed(lit.value().len());
         let generics = quote_spanned!(sp=> ::<#len, _>);

@@ -92,9 +92,7 @@ pub fn alloc(input: TokenStream) -> TokenStream {
                     };
                     gen.boxed(sp, std, &e)
                 }
-                AllocOp::VecElem(e, n) => {
-                    gen.vec_from_elem(sp, empty, &e, &n.into_token_stream())
-                }
+                AllocOp::VecElem(e, n) => gen.vec_from_elem(sp, empty, &e, &n.into_token_stream()),
                 AllocOp::VecList(list) => gen.vec_from_array(sp, empty, &list),
             }
         }

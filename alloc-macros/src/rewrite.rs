@@ -114,7 +114,9 @@ impl<'g> Rewriter<'g> {
                 syn::visit::visit_item_static(self, s);
             }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
-                if m.mac.path.is_ident("macro_rules") && m.ident.as_ref().is_some_and(|i| i == "vec") {
+                if m.mac.path.is_ident("macro_rules")
+                    && m.ident.as_ref().is_some_and(|i| i == "vec")
+                {
                     self.local_vec = true;
                 }
                 syn::visit::visit_item_macro(self, m);

@@ -65,7 +65,10 @@ fn annotated_code_runs_through_the_global_allocator() {
         (a.1.capacity(), a.2.capacity(), a.3.capacity()),
         (u.1.capacity(), u.2.capacity(), u.3.capacity())
     );
-    assert_eq!(na, nu, "every annotated site allocated through the global allocator");
+    assert_eq!(
+        na, nu,
+        "every annotated site allocated through the global allocator"
+    );
     assert_eq!(na, 4);
 }
 

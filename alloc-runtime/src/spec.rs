@@ -106,7 +106,7 @@ fn fallback_one<T, const ZEROED: bool>() -> *mut u8 {
 
 /// For arrays without a routine: null, which sends the entry point to the std code it stands
 /// for (`Vec::with_capacity(N)`, which panics on capacity overflow like std's).
-fn fallback_array<T, const N: usize, const ZEROED: bool>() -> *mut u8 {
+fn fallback_array() -> *mut u8 {
     core::ptr::null_mut()
 }
 
@@ -154,19 +154,9 @@ impl<T, const N: usize> Array<T, N> {
         _ => usize::MAX,
     };
     /// Plain routine for `N` elements.
-    pub const PLAIN: Routine = pick(
-        Self::BYTES,
-        align_of::<T>(),
-        false,
-        fallback_array::<T, N, false>,
-    );
+    pub const PLAIN: Routine = pick(Self::BYTES, align_of::<T>(), false, fallback_array);
     /// Zeroing routine for `N` elements.
-    pub const ZEROED: Routine = pick(
-        Self::BYTES,
-        align_of::<T>(),
-        true,
-        fallback_array::<T, N, true>,
-    );
+    pub const ZEROED: Routine = pick(Self::BYTES, align_of::<T>(), true, fallback_array);
 }
 
 /// Whether [`install!`](crate::install) marked the global allocator as specalloc's own

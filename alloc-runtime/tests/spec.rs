@@ -114,7 +114,7 @@ fn vectors_get_exactly_the_capacity_asked_for() {
 #[test]
 fn sizes_no_routine_serves_compile_and_behave_like_std() {
     // `[u64; usize::MAX]` has no size: the entry point compiles and panics like std.
-    let r = std::panic::catch_unwind(|| spec::vec_with_capacity::<u64, { usize::MAX }>());
+    let r = std::panic::catch_unwind(spec::vec_with_capacity::<u64, { usize::MAX }>);
     let std_r = std::panic::catch_unwind(|| Vec::<u64>::with_capacity(usize::MAX));
     assert!(r.is_err() && std_r.is_err());
     let v = spec::vec_with_capacity::<u8, 100_000>();
