@@ -245,6 +245,8 @@ impl<'g> Rewriter<'g> {
         let args: Vec<&Expr> = call.args.iter().collect();
         let std = c.path.clone();
         let out = match (c.family, c.method.as_str(), args.as_slice()) {
+            // `Box::new(T::default())`: left for clippy's `box_default`.
+            (Family::Box, "new", [e]) if is_default_call(e) => return None,
             (Family::Box, "new", [e]) => self.gen.boxed(c.span, std, e),
             (Family::Box, "pin", [e]) => self.gen.pinned(c.span, std, e),
             (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, std, false),
@@ -258,7 +260,7 @@ impl<'g> Rewriter<'g> {
                 self.gen.string_with_capacity(c.span, std, &n)
             }
             (Family::String, "from", [e]) => {
-                let lit = str_lit(e)?;
+                let lit = non_empty(str_lit(e)?)?;
                 self.gen.string_from(c.span, std, lit, "String::from")
             }
             _ => return None,
@@ -276,7 +278,7 @@ impl<'g> Rewriter<'g> {
             "to_owned" => "\"…\".to_owned()",
             _ => return None,
         };
-        let lit = str_lit(&m.receiver)?;
+        let lit = non_empty(str_lit(&m.receiver)?)?;
         // `<str>::to_string` resolves through the traits in scope, as the method call did
         // (an imported `ToString` or `ToOwned` stays used).
         let method = &m.method;
@@ -406,6 +408,12 @@ impl VisitMut for Rewriter<'_> {
                 self.visit_expr_mut(&mut r.expr);
                 None
             }
+            // `&vec![..]` and `for x in vec![..]`: left for clippy's `useless_vec`.
+            Expr::Reference(r) if is_vec_expr(&r.expr) => None,
+            Expr::ForLoop(f) if is_vec_expr(&f.expr) => {
+                self.visit_block_mut(&mut f.body);
+                None
+            }
             _ => {
                 visit_mut::visit_expr_mut(self, e);
                 None
@@ -527,6 +535,28 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         span: path.segments.first()?.ident.span(),
         path: p.to_token_stream(),
     })
+}
+
+/// `""` is left for clippy's `manual_string_new` (`String::new()` allocates nothing anyway).
+fn non_empty(lit: &syn::LitStr) -> Option<&syn::LitStr> {
+    (!lit.value().is_empty()).then_some(lit)
+}
+
+/// `Default::default()`, `T::default()`, `<T as Default>::default()`: no arguments, a path
+/// ending in `default`.
+fn is_default_call(e: &Expr) -> bool {
+    match e {
+        Expr::Call(c) if c.args.is_empty() => match &*c.func {
+            Expr::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "default"),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// A `vec!` invocation.
+fn is_vec_expr(e: &Expr) -> bool {
+    matches!(e, Expr::Macro(m) if is_vec_macro(&m.mac.path))
 }
 
 /// Whether a callee is one of the facade's `__private` entry points (code this macro made).

@@ -156,6 +156,31 @@ snapshot!(
 );
 
 snapshot!(
+    left_for_lints,
+    specialize(
+        quote!(),
+        quote! {
+            fn lints<T: Default>() -> usize {
+                // Left as written so that clippy's lints still fire on them.
+                let a: Box<T> = Box::new(T::default()); // box_default
+                let b: Box<u8> = Box::new(Default::default()); // box_default
+                let c = String::from(""); // manual_string_new
+                let d = "".to_string(); // manual_string_new
+                let e = &vec![1, 2, 3]; // useless_vec
+                for x in vec![1, 2] {
+                    let f = Box::new(x); // the body is still rewritten
+                }
+                Box::new(5u8); // unused_must_use
+                Vec::<u8>::with_capacity(8); // unused_must_use
+                assert!(Box::new(1) == Box::new(1)); // assert! shows its tokens
+                dbg!(vec![1u8; 3]);
+                0
+            }
+        }
+    )
+);
+
+snapshot!(
     left_alone,
     specialize(
         quote!(),
