@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory workloads (putget, push, tiny:3/4/12/16, churn) under specalloc, the system
+# The memory workloads (putget, push, tiny:3/4/12/16/mixed, churn) under specalloc, the system
 # allocator, mimalloc and jemalloc as the global allocator. Each allocator's worker is built in
 # its own target directory (no feature unification across configurations); rounds are
 # interleaved (each workload runs under every allocator in turn) and medians are reported:
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 rounds=${1:-5}
 allocs=(specalloc system mimalloc jemalloc)
 declare -A feat=([specalloc]="" [system]="global-system" [mimalloc]="global-mimalloc" [jemalloc]="global-jemalloc")
-workloads=(putget push tiny:3 tiny:4 tiny:12 tiny:16 churn)
+workloads=(putget push tiny:3 tiny:4 tiny:12 tiny:16 tiny:mixed churn)
 for a in "${allocs[@]}"; do
     f=${feat[$a]}
     cargo build -q --release -p specalloc-bench --bin memory_worker \

@@ -5,7 +5,8 @@
 //! Workloads (issue "Memory"):
 //! - `putget`: 3 million inserts over 50,000 `HashMap` keys, then every key read back;
 //! - `push`: 3 million integers pushed onto a `Vec`, then summed;
-//! - `tiny:N`: 2^20 objects of N bytes kept live; `extra` = resident bytes gained per object;
+//! - `tiny:N`: 2^20 objects of N bytes kept live; `extra` = resident bytes gained per object
+//!   (`tiny:mixed`: the objects cycle through 1 to 15 bytes);
 //! - `churn`: 4 threads allocate mixed sizes (16 B to 64 KiB) up to about 256 MiB in all, free
 //!   90% of it in random order, then idle 200 ms; `extra` = resident bytes after the drop,
 //!   and the live bytes are printed on stderr.
@@ -67,15 +68,20 @@ fn push() -> (String, f64) {
     ("len".into(), v.len() as f64)
 }
 
+/// `tiny:N` (every object `size` bytes) or `tiny:mixed` (`size` 0: the objects cycle through
+/// 1 to 15 bytes, as a mix of short strings and small boxes would).
 fn tiny(size: usize) -> (String, f64) {
     const N: usize = 1 << 20;
-    let layout = std::alloc::Layout::from_size_align(size, 1).unwrap();
+    let layout_of = |i: usize| {
+        let n = if size == 0 { 1 + i % 15 } else { size };
+        std::alloc::Layout::from_size_align(n, 1).unwrap()
+    };
     // The pointer array is written in full first, so its own pages are not counted.
     let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); N];
     let before = rss_bytes();
-    for slot in ptrs.iter_mut() {
+    for (i, slot) in ptrs.iter_mut().enumerate() {
         // SAFETY: a valid non-zero layout.
-        let p = unsafe { std::alloc::alloc(layout) };
+        let p = unsafe { std::alloc::alloc(layout_of(i)) };
         assert!(!p.is_null());
         // Touch it, as a program would.
         // SAFETY: `p` holds `size` bytes.
@@ -84,9 +90,9 @@ fn tiny(size: usize) -> (String, f64) {
     }
     let after = rss_bytes();
     let per = after.saturating_sub(before) as f64 / N as f64;
-    for p in ptrs {
-        // SAFETY: allocated above with `layout`.
-        unsafe { std::alloc::dealloc(p, layout) };
+    for (i, p) in ptrs.into_iter().enumerate() {
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(p, layout_of(i)) };
     }
     ("rss_bytes_per_object".into(), per)
 }
@@ -146,7 +152,7 @@ fn churn() -> (String, f64) {
 fn main() {
     let usage = Usage {
         name: "memory_worker",
-        synopsis: "putget | push | churn | tiny:N",
+        synopsis: "putget | push | churn | tiny:N | tiny:mixed",
         flags: "(run by bench/scripts/memory.sh, which interleaves allocators and takes medians)\n"
             .to_string(),
     };
@@ -170,6 +176,7 @@ fn main() {
         "putget" => putget(),
         "push" => push(),
         "churn" => churn(),
+        "tiny:mixed" => tiny(0),
         w => match w.strip_prefix("tiny:").map(str::parse) {
             Some(Ok(n)) if n > 0 => tiny(n),
             _ => Stop::Error(format!(
