@@ -44,6 +44,16 @@
 //!   the cache of freed huge mappings to the OS now, and says how much.
 //! - [`set_large_cache_percent`]: the bound of the huge-mapping cache.
 //!
+//! # Cargo features
+//!
+//! | feature | effect |
+//! | --- | --- |
+//! | `checked` | double frees, foreign pointers and frees with the wrong `Layout` abort at once with a message naming the fault and the address |
+//! | `no-size-specialized` | every size-specialised entry point ([`spec`], and the macros built on it) takes the generic path, like Go's `GOEXPERIMENT=nosizespecializedmalloc`; cargo unifies features, so it applies to the whole build |
+//! | `serde` | `serde::Serialize` and `serde::Deserialize` for [`Stats`] and [`ClassStats`] |
+//!
+//! None is on by default. (`test-hooks` exists for this repository's fork tests only.)
+//!
 //! # Environment variables
 //!
 //! | variable | read | effect |
@@ -74,6 +84,7 @@
 //! the user's crate as before.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(not(all(
     target_os = "linux",
