@@ -11,7 +11,7 @@ const OPS: usize = 20_000;
 /// Key space (the maps stay bounded).
 const KEYS: u64 = 8192;
 
-/// `scale` rounds of [`OPS`] random operations on a fresh pair of maps.
+/// `scale` rounds of 20,000 random operations on a fresh pair of maps.
 pub fn run(scale: u32) -> u64 {
     let mut h = 0;
     for round in 0..scale {
