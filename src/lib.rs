@@ -73,7 +73,7 @@ macro_rules! install {
 ///
 /// | written | becomes (`::specalloc::__private::spec::…`) |
 /// | --- | --- |
-/// | `Box::new(e)`, `Box::<T>::new(e)` | `boxed(e)`, `boxed::<T>(e)` |
+/// | `Box::new(e)`, `Box::<T>::new(e)` | `boxed(e)` (through `__private::boxer`: std's `Box::new` for types no routine serves, so large values are built in place) |
 /// | `Box::new_uninit()`, `Box::new_zeroed()` | `uninit()`, `zeroed()` |
 /// | `Box::pin(e)` | `Box::into_pin(boxed(e))` |
 /// | `Box::new` as a value (`.map(Box::new)`) | `boxed` |

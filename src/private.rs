@@ -38,6 +38,29 @@ pub fn boxed<T, F: FnOnce(T) -> Box<T>>(_std: F, x: T) -> Box<T> {
     spec::boxed(x)
 }
 
+/// Whether a routine serves one `T` (else `Box::new` is as good, and builds the box in place).
+struct Served<T>(core::marker::PhantomData<T>);
+
+impl<T> Served<T> {
+    const BOX: bool = spec::SIZE_SPECIALIZED
+        && spec::routine(core::mem::size_of::<T>(), core::mem::align_of::<T>(), false).is_some();
+}
+
+/// `Box::new` as rewritten by `#[specialize]`: `(boxer(Box::new))(x)`. The function to call
+/// is chosen from `T` at compile time: [`spec::boxed`] when a routine serves `T`, std's
+/// `Box::new` itself otherwise, so a large value (a 1 MiB array) is built in place exactly as
+/// without the attribute: in a debug build, passing it through an extra function would copy it
+/// on the stack. Optimised builds fold the pointer into a direct, inlined call.
+#[inline(always)]
+#[must_use]
+pub fn boxer<T, F: FnOnce(T) -> Box<T>>(_std: F) -> fn(T) -> Box<T> {
+    if Served::<T>::BOX {
+        spec::boxed::<T>
+    } else {
+        Box::<T>::new
+    }
+}
+
 /// `Box::pin(x)` (`_std` is the user's `Box::pin`).
 #[inline(always)]
 #[must_use]

@@ -61,10 +61,16 @@ impl Gen {
         }
     }
 
-    /// `Box::new(e)` / `Box::<T>::new(e)` (`std` is the callee as written).
+    /// `Box::new(e)` / `Box::<T>::new(e)` (`std` is the callee as written):
+    /// `(boxer(Box::new))(e)`, which calls `spec::boxed` or, for a type no routine serves,
+    /// `Box::new` itself (no extra stack copy of a large value in a debug build).
     pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
-        let args = quote_spanned!(user=> #std, #arg);
-        self.call(user, "boxed", TokenStream::new(), args, "Box::new")
+        if self.report {
+            let args = quote_spanned!(user=> #std, #arg);
+            return self.call(user, "boxed", TokenStream::new(), args, "Box::new");
+        }
+        let root = self.root(user);
+        quote_spanned!(user=> (#root::__private::boxer(#std))(#arg))
     }
 
     /// `Box::pin(e)`.
