@@ -50,12 +50,12 @@ mod slow;
 
 pub(crate) use central::central_lens;
 pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
-pub(crate) use slow::trim_thread;
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec};
 #[cfg(feature = "test-hooks")]
 pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
+pub(crate) use slow::trim_thread;
 
 /// Per-class state of a heap, laid out so the fast path touches one cache line.
 #[repr(C)]
