@@ -8,18 +8,17 @@
 //! ones it uses (`specalloc_runtime::routines::small_sc3`, `...::tiny_size5`, ...).
 //!
 //! Most code reaches them through the entry points of [`crate::spec`], which pick the
-//! routine from a type's size and alignment at compile time. Every routine returns null
-//! only when the OS refuses memory. The first call on a thread checks that specalloc is
-//! the global allocator (blocks from these routines are freed through it) and panics with
-//! the fix if it is not.
+//! routine from a type's size and alignment at compile time. Blocks from these routines
+//! are freed through the global allocator, so they serve only a program whose global
+//! allocator `install!` declared as `SpecAlloc` itself; otherwise, and when the OS refuses
+//! memory, they return null (the entry points then do what std does).
 //!
 //! Sizes under 16 bytes have routines of their own, `tiny_size1` to `tiny_size15`: 1 to 4
 //! bytes take a 4-byte block of the tiny class, 5 to 8 a block of size class 1, 9 to 15
 //! one of size class 2, which is where the generic path puts them too.
 //!
 //! ```
-//! #[global_allocator]
-//! static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+//! specalloc_runtime::install!(static G);
 //!
 //! let p = specalloc_runtime::routines::small_sc4(); // 32 bytes
 //! assert!(!p.is_null() && p as usize % 32 == 0);

@@ -49,18 +49,17 @@ pub fn generate() -> String {
          //! ones it uses (`specalloc_runtime::routines::small_sc3`, `...::tiny_size5`, ...).\n\
          //!\n\
          //! Most code reaches them through the entry points of [`crate::spec`], which pick the\n\
-         //! routine from a type's size and alignment at compile time. Every routine returns null\n\
-         //! only when the OS refuses memory. The first call on a thread checks that specalloc is\n\
-         //! the global allocator (blocks from these routines are freed through it) and panics with\n\
-         //! the fix if it is not.\n\
+         //! routine from a type's size and alignment at compile time. Blocks from these routines\n\
+         //! are freed through the global allocator, so they serve only a program whose global\n\
+         //! allocator `install!` declared as `SpecAlloc` itself; otherwise, and when the OS refuses\n\
+         //! memory, they return null (the entry points then do what std does).\n\
          //!\n\
          //! Sizes under 16 bytes have routines of their own, `tiny_size1` to `tiny_size15`: 1 to 4\n\
          //! bytes take a 4-byte block of the tiny class, 5 to 8 a block of size class 1, 9 to 15\n\
          //! one of size class 2, which is where the generic path puts them too.\n\
          //!\n\
          //! ```\n\
-         //! #[global_allocator]\n\
-         //! static G: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;\n\
+         //! specalloc_runtime::install!(static G);\n\
          //!\n\
          //! let p = specalloc_runtime::routines::small_sc4(); // 32 bytes\n\
          //! assert!(!p.is_null() && p as usize % 32 == 0);\n\
