@@ -49,4 +49,3 @@ pub(crate) fn large_resize(old: usize, new: usize) {
         LARGE_BYTES.fetch_sub(old - new, Ordering::Relaxed);
     }
 }
-

@@ -175,22 +175,22 @@ extern "C" fn fork_prepare() {
 #[cfg(feature = "test-hooks")]
 fn test_lock(which: crate::hooks::Lock, take: bool) {
     use crate::hooks::Lock;
-    let lock: &dyn Fn(bool) = match which {
-        // SAFETY (each arm): the test hook takes the lock, then releases it from the same thread.
-        Lock::Key => &|t| if t { KEY_LOCK.raw_lock() } else { unsafe { KEY_LOCK.raw_unlock() } },
-        Lock::Fallback => &|t| if t { FALLBACK.raw_lock() } else { unsafe { FALLBACK.raw_unlock() } },
-        Lock::HeapPool => &|t| if t { HEAPS.raw_lock() } else { unsafe { HEAPS.raw_unlock() } },
-        Lock::Central(c) => &move |t| {
-            if t {
-                CENTRAL[c].raw_lock()
-            } else {
-                unsafe { CENTRAL[c].raw_unlock() }
-            }
-        },
-        Lock::HugeCache => &|t| crate::large::fork_lock(t),
-        Lock::PageHeap => &|t| crate::chunk::fork_lock(t),
-    };
-    lock(take);
+    fn toggle<T: Send>(lock: &SpinLock<T>, take: bool) {
+        if take {
+            lock.raw_lock();
+        } else {
+            // SAFETY: the test hook took this lock on this thread and releases it once.
+            unsafe { lock.raw_unlock() };
+        }
+    }
+    match which {
+        Lock::Key => toggle(&KEY_LOCK, take),
+        Lock::Fallback => toggle(&FALLBACK, take),
+        Lock::HeapPool => toggle(&HEAPS, take),
+        Lock::Central(c) => toggle(&CENTRAL[c], take),
+        Lock::HugeCache => crate::large::fork_lock(take),
+        Lock::PageHeap => crate::chunk::fork_lock(take),
+    }
 }
 
 /// Takes `lock`, sets `held`, keeps the lock for `dur`, then releases it (test hooks).
@@ -282,7 +282,7 @@ pub(crate) unsafe fn abandon(h: &Heap) {
             // SAFETY: the current span is a live descriptor owned by `h`.
             let s = unsafe { &*cur };
             s.used.set(s.used.get() - 1); // unpin
-            // SAFETY: owned by `h`, quiesced, on no list.
+                                          // SAFETY: owned by `h`, quiesced, on no list.
             unsafe { give_away(s) };
         }
         while let Some(s) = cc.partial.pop_front() {

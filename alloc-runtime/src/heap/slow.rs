@@ -353,16 +353,22 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its
         // owner does not abandon the span while it is NOTIFYING.
         unsafe {
-            remote::free_remote(&span.remote, &span.owner, p as usize, &remote::Deliveries, |hp| {
-                #[cfg(feature = "test-hooks")]
-                crate::hooks::in_delivery();
-                let owner = &*(hp as *const Heap);
-                remote::push_delayed(
-                    &owner.delayed,
-                    span as *const Span as usize,
-                    &span.delayed_next,
-                );
-            });
+            remote::free_remote(
+                &span.remote,
+                &span.owner,
+                p as usize,
+                &remote::Deliveries,
+                |hp| {
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::in_delivery();
+                    let owner = &*(hp as *const Heap);
+                    remote::push_delayed(
+                        &owner.delayed,
+                        span as *const Span as usize,
+                        &span.delayed_next,
+                    );
+                },
+            );
         }
     }
     if heap != empty_heap() {
