@@ -16,8 +16,8 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 
-use specalloc_runtime::spec::One;
 use proptest::prelude::*;
+use specalloc_runtime::spec::One;
 
 // `install!` (not a hand-written `#[global_allocator]`): the routines serve only a program
 // whose global allocator is marked as `SpecAlloc` itself, and return null otherwise.
