@@ -469,32 +469,6 @@ fn exact_single_thread() {
     assert_eq!(s5.frees - s0.frees, N as u64 + 4);
 }
 
-/// A snapshot taken once no thread of the process has allocated or freed anything for 50 ms.
-///
-/// The test harness's main thread does its own bookkeeping concurrently with the start of the
-/// test: it queues the test's timeout, records it among the running tests, and only then blocks
-/// on its channel (lazily making that thread's channel context and waker entry). Those four
-/// allocations stay live for the whole test; a baseline taken before they are made would be off
-/// by them (seen under load: 48, 96, 148 and 608 bytes).
-fn quiet_stats() -> Stats {
-    let mut prev = stats();
-    let mut stable = 0;
-    for _ in 0..1000 {
-        thread::sleep(Duration::from_millis(25));
-        let s = stats();
-        if (s.allocs, s.frees) == (prev.allocs, prev.frees) {
-            stable += 1;
-            if stable == 2 {
-                return s;
-            }
-        } else {
-            stable = 0;
-        }
-        prev = s;
-    }
-    panic!("the process never stopped allocating:\n{prev}");
-}
-
 fn live_per_class(s: &Stats) -> Vec<u64> {
     s.classes.iter().map(|c| c.live_objects).collect()
 }
@@ -519,14 +493,14 @@ fn stress_threads_and_accounting() {
     assert_eq!(rx.recv().unwrap(), vec![1; 100]);
     drop(rx);
 
-    let base = quiet_stats();
+    let base = common::quiet_stats(usize::MAX);
     assert_eq!(base.classes.len(), NUM_CLASSES);
 
     exact_single_thread();
     let ops = churn(scale);
     let sent = producer_consumer(scale);
 
-    let end = quiet_stats();
+    let end = common::quiet_stats(base.threads);
     // Everything allocated since the baseline has been freed, and every thread started since
     // has exited (its heap torn down, current tiny block included, before `join` returned): the
     // books balance exactly, no slack needed. Nothing else allocates meanwhile: std's lazily

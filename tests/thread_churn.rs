@@ -6,6 +6,8 @@
 //! `SPECALLOC_STRESS_SCALE=10` runs 200,000. Every object's contents are checked before it is
 //! freed, and at the end `stats()` shows every object and heap back at the baseline.
 
+mod common;
+
 use std::alloc::Layout;
 use std::sync::mpsc;
 
@@ -107,7 +109,7 @@ fn short_threads_hand_objects_to_long_lived_ones() {
 
     // Warm up the thread machinery, then take the baseline.
     std::thread::spawn(|| ()).join().unwrap();
-    let base = specalloc::stats();
+    let base = common::quiet_stats(usize::MAX);
 
     let mut senders = Vec::new();
     let mut consumers = Vec::new();
@@ -173,12 +175,27 @@ fn short_threads_hand_objects_to_long_lived_ones() {
     let freed: usize = consumers.into_iter().map(|c| c.join().unwrap()).sum();
     assert_eq!(freed, spawned * PER_THREAD);
 
-    let end = specalloc::stats();
+    // Joined threads may still be running their thread-local destructors (which free): wait
+    // until their heaps are torn down.
+    let end = common::quiet_stats(base.threads);
     println!(
         "{spawned} short threads, {} objects freed across threads; heaps made {}, live objects {} (baseline {})",
         freed, end.heaps, end.live_objects, base.live_objects
     );
-    assert_eq!(end.live_objects, base.live_objects, "objects leaked");
+    let moved: Vec<String> = (0..end.classes.len())
+        .filter(|&c| end.classes[c].live_objects != base.classes[c].live_objects)
+        .map(|c| {
+            format!(
+                "class {c} ({} B): {} -> {}",
+                end.classes[c].size, base.classes[c].live_objects, end.classes[c].live_objects
+            )
+        })
+        .collect();
+    assert_eq!(
+        end.live_objects, base.live_objects,
+        "objects leaked: {moved:?}, large {} -> {}, tiny {} -> {}",
+        base.large_objects, end.large_objects, base.tiny_objects, end.tiny_objects
+    );
     assert_eq!(
         end.large_objects, base.large_objects,
         "large objects leaked"

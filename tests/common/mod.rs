@@ -106,3 +106,26 @@ pub fn assert_child_ok(out: &std::process::Output, marker: &str) {
         "no marker from the child\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
 }
+
+/// A `stats()` snapshot taken once the process is quiet: no more than `threads` threads hold a
+/// heap (threads that `join` returned for have finished their thread-local destructors, which
+/// may still free, and torn their heaps down) and two snapshots 25 ms apart agree on the
+/// allocation and free counts.
+pub fn quiet_stats(threads: usize) -> specalloc::Stats {
+    let mut prev = specalloc::stats();
+    let mut stable = 0;
+    for _ in 0..2000 {
+        std::thread::sleep(Duration::from_millis(25));
+        let s = specalloc::stats();
+        if s.threads <= threads && (s.allocs, s.frees) == (prev.allocs, prev.frees) {
+            stable += 1;
+            if stable == 2 {
+                return s;
+            }
+        } else {
+            stable = 0;
+        }
+        prev = s;
+    }
+    panic!("the process never became quiet:\n{prev}");
+}
