@@ -103,6 +103,7 @@ mod heap;
 mod hooks;
 mod large;
 mod lock;
+mod mark;
 mod os;
 mod remote;
 pub mod routines;

@@ -40,7 +40,6 @@
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of, MaybeUninit};
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::routines::{Routine, SMALL, SMALL_ZEROED, TINY, TINY_ALIGN, TINY_ZEROED};
 use crate::size_class::{route, Route};
@@ -159,36 +158,7 @@ impl<T, const N: usize> Array<T, N> {
     pub const ZEROED: Routine = pick(Self::BYTES, align_of::<T>(), true, fallback_array);
 }
 
-/// Whether [`install!`](crate::install) marked the global allocator as specalloc's own
-/// `SpecAlloc` (set before `main` by the constructor the macro emits).
-static INSTALLED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the routines may hand out blocks: [`install!`](crate::install) declared
-/// `SpecAlloc` itself as the global allocator. `false` in a program that installs it by hand,
-/// wraps it, or installs another allocator: the entry points then do what std does.
-///
-/// ```
-/// // This doctest does not call `install!`: the entry points use the global allocator.
-/// assert!(!specalloc_runtime::spec::installed());
-/// let b = specalloc_runtime::spec::boxed(5u64);
-/// assert_eq!(*b, 5);
-/// ```
-#[inline]
-pub fn installed() -> bool {
-    INSTALLED.load(Ordering::Acquire)
-}
-
-/// Marks the global allocator as `SpecAlloc` itself. Called by the constructor that
-/// [`install!`](crate::install) emits next to its `#[global_allocator]`; not public API.
-///
-/// # Safety
-/// The program's `#[global_allocator]` must be [`SpecAlloc`](crate::SpecAlloc) itself, not a
-/// wrapper around it nor another allocator: blocks from the routines are freed by the global
-/// allocator's `dealloc`, which must be specalloc's.
-#[doc(hidden)]
-pub unsafe fn __declare_global_allocator() {
-    INSTALLED.store(true, Ordering::Release);
-}
+pub use crate::mark::{__declare_global_allocator, installed};
 
 /// Declares [`SpecAlloc`](crate::SpecAlloc) as the program's global allocator and lets the
 /// size-specialised routines serve the entry points of this module (and the code

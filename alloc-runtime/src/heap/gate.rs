@@ -65,7 +65,7 @@ fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 #[cold]
 #[inline(never)]
 fn ensure_spec_heap() -> bool {
-    if !crate::spec::installed() {
+    if !crate::mark::installed() {
         return false;
     }
     if lifecycle::exited() {
