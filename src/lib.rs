@@ -1,26 +1,106 @@
 //! specalloc: Go 1.27's size-specialised allocation, for Rust.
 //!
-//! This facade re-exports the runtime ([`specalloc_runtime`]) and the macros: [`install!`] to
-//! make specalloc the global allocator, [`alloc!`] for explicit allocations and
-//! [`#[specialize]`](specialize) to rewrite the allocation sites of existing code (see
-//! `docs/macros.md` for a walkthrough with `cargo expand`), and [`sites()`], the per-site
-//! report of `#[specialize(report)]`.
+//! A thread-caching general-purpose allocator (Go's size classes, per-thread heaps with no
+//! atomics on the fast path, cross-thread frees, a 4-byte class for the tiniest objects), and
+//! on top of it *size-specialised* routines: when the size of an allocation is known at compile
+//! time, the call site goes straight to the routine of its size class, with no run-time size
+//! lookup and no tiny/small/large dispatch. [`#[specialize]`](specialize) rewrites the
+//! allocation sites of existing code into those calls; [`alloc!`] makes them explicitly.
+//!
+//! # Start in a minute
+//!
+//! ```toml
+//! [dependencies]
+//! specalloc = "0.1"
+//! ```
+//!
+//! Install it once, in the binary (and in each test binary, which has its own `main`):
+//!
+//! ```
+//! specalloc::install!(); // #[global_allocator] static …: SpecAlloc, marked as specalloc's own
+//!
+//! let b = Box::new([1u64; 4]); // every allocation of the program now goes to specalloc
+//! assert_eq!(b.iter().sum::<u64>(), 4);
+//! println!("{}", specalloc::stats()); // human-readable statistics
+//! ```
+//!
+//! Annotate the hot constructors to give them the specialised routines:
 //!
 //! ```
 //! specalloc::install!();
+//! use specalloc::specialize;
 //!
-//! let b = Box::new([1u64; 4]);
-//! assert_eq!(b.iter().sum::<u64>(), 4);
-//! println!("{}", specalloc::stats());
+//! #[specialize]
+//! fn node(key: u64) -> (Box<[u64; 3]>, Vec<u32>, String) {
+//!     (Box::new([key, 0, 0]), Vec::with_capacity(16), "leaf".to_string())
+//! }
+//!
+//! let (b, v, s) = node(7);
+//! assert_eq!((b[0], v.capacity(), s.as_str()), (7, 16, "leaf")); // exactly as without it
 //! ```
 //!
-//! The size-specialised routines hand out blocks only in a program that declared `SpecAlloc`
-//! itself as its global allocator with [`install!`]: a hand-written `#[global_allocator]`, a
-//! wrapper around `SpecAlloc` (counting, adding headers, ...) or another allocator get the
-//! std behaviour from every specialised entry point and every rewritten site, so a library
-//! can use `#[specialize]` whatever its users install.
+//! or allocate explicitly through them:
+//!
+//! ```
+//! specalloc::install!();
+//! let b: Box<[u64; 3]> = specalloc::alloc!(box [1, 2, 3]); // the 24-byte class's routine
+//! assert_eq!(b.iter().sum::<u64>(), 6);
+//! ```
+//!
+//! `cargo expand` shows what the attribute did; `nm -C` on the binary lists the routines it
+//! uses (`specalloc_runtime::routines::small_sc3`, …). The [`guide`] has every form, the
+//! diagnostics and the limits.
+//!
+//! # Libraries and wrappers
+//!
+//! The specialised routines hand out blocks only in a program that declared `SpecAlloc` itself
+//! as its global allocator with [`install!`]. A hand-written `#[global_allocator]`, a wrapper
+//! around `SpecAlloc` (counting, adding headers, …) or another allocator get the std behaviour
+//! from every specialised entry point and every rewritten site: correct, just not specialised.
+//! So a library can use `#[specialize]` whatever its users install, and its own tests and
+//! doctests need not install anything.
+//!
+//! # Cargo features
+//!
+//! | feature | effect |
+//! | --- | --- |
+//! | `checked` | misuse (double free, foreign pointer, wrong `Layout`) aborts at once with a message naming the fault and the address |
+//! | `no-size-specialized` | the opt-out switch (Go's `GOEXPERIMENT=nosizespecializedmalloc`): every specialised entry point and rewritten site calls the global allocator's generic path, with the same results; build a program both ways to measure what specialisation buys it |
+//! | `serde` | `Serialize`/`Deserialize` for [`Stats`] and [`ClassStats`] (statistics as JSON) |
+//! | `compare-mimalloc`, `compare-system` | for the repository's examples only: another global allocator, to compare |
+//!
+//! Cargo unifies features across a build: build the two sides of an A/B comparison in separate
+//! target directories.
+//!
+//! # Operations
+//!
+//! - [`stats()`]: a snapshot of the allocator's counters (per class, tiny objects, large
+//!   objects, pages in use and their peak, memory returned to the OS); `Display` prints it
+//!   with KiB/MiB units.
+//! - [`collect()`]: gives the calling thread's empty spans, the page heap's free pages and the
+//!   cache of freed huge mappings back to the OS now, and says how much.
+//! - [`set_large_cache_percent`] (or `SPECALLOC_LARGE_CACHE_PERCENT`): the bound of the cache
+//!   of freed huge mappings, the only environment variable the allocator reads.
+//!
+//! # Platform support
+//!
+//! Linux on x86_64 and aarch64 (the runtime uses `mmap`, `mremap` and `madvise`); any other
+//! target fails to compile with a message saying so.
+//!
+//! # Debug builds
+//!
+//! In a `dev` build the allocation path is compiled in the runtime crate, not in yours; give it
+//! the optimiser and an opt-level-0 program allocates about as fast as with glibc's `malloc`:
+//!
+//! ```toml
+//! [profile.dev.package.specalloc-runtime]
+//! opt-level = 3
+//! debug-assertions = false
+//! overflow-checks = false
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use specalloc_runtime::*;
 
@@ -28,6 +108,9 @@ pub use specalloc_runtime::*;
 pub use specalloc_runtime as runtime;
 
 mod report;
+
+#[doc = include_str!("../docs/macros.md")]
+pub mod guide {}
 
 pub use report::{sites, SiteRoute, SiteStats};
 
