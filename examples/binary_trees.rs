@@ -8,6 +8,9 @@
 //! cargo run --release --example binary_trees --features compare-mimalloc     # against mimalloc
 //! ```
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::time::Instant;
 
 use specalloc::specialize;
@@ -59,27 +62,10 @@ fn check(n: &Node) -> u32 {
 const USAGE: &str = "usage: binary_trees [max_depth]
   max_depth  depth of the largest trees, 6 to 30 (default 18)";
 
-/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
-/// with status 2 for anything it cannot parse.
+/// The one optional argument (see `common/args.rs`).
 fn arg() -> u64 {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        std::process::exit(0);
-    }
-    match argv.as_slice() {
-        [] => 18,
-        [a] => match a.parse::<u64>().ok().filter(|n| (6..=30).contains(n)) {
-            Some(n) => n,
-            None => bad(a),
-        },
-        [_, extra, ..] => bad(extra),
-    }
-}
-
-fn bad(a: &str) -> ! {
-    eprintln!("binary_trees: bad argument `{a}`\n{USAGE}");
-    std::process::exit(2)
+    let [n] = args::numbers("binary_trees", USAGE, [18], |_, n| (6..=30).contains(&n));
+    n
 }
 
 fn main() {

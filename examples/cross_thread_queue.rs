@@ -7,6 +7,9 @@
 //! cargo run --release --example cross_thread_queue --features compare-mimalloc     # against mimalloc
 //! ```
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -56,27 +59,10 @@ fn batch(producer: u32, first: u64, len: u64) -> Option<Box<Node>> {
 const USAGE: &str = "usage: cross_thread_queue [messages_per_producer]
   messages_per_producer  messages each of the two producers sends (default 2000000)";
 
-/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
-/// with status 2 for anything it cannot parse.
+/// The one optional argument (see `common/args.rs`).
 fn arg() -> u64 {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        std::process::exit(0);
-    }
-    match argv.as_slice() {
-        [] => 2_000_000,
-        [a] => match a.parse::<u64>().ok() {
-            Some(n) => n,
-            None => bad(a),
-        },
-        [_, extra, ..] => bad(extra),
-    }
-}
-
-fn bad(a: &str) -> ! {
-    eprintln!("cross_thread_queue: bad argument `{a}`\n{USAGE}");
-    std::process::exit(2)
+    let [n] = args::numbers("cross_thread_queue", USAGE, [2_000_000], |_, _| true);
+    n
 }
 
 fn main() {

@@ -14,6 +14,9 @@
 //! `scripts/debug_bench.sh` runs it in the configurations that matter, with callgrind's
 //! instruction counts (the repeatable figure on a noisy machine).
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::time::Instant;
@@ -36,30 +39,10 @@ const USAGE: &str = "usage: debug_bench [pairs_per_round] [rounds]
   pairs_per_round  alloc+free pairs timed per allocator and round (default 2000000)
   rounds           interleaved rounds; the median is printed (default 7)";
 
-/// The arguments, or the process exits: usage on stdout for `--help`, on stderr with status 2
-/// for anything else it cannot parse.
+/// The arguments (see `common/args.rs`).
 fn args() -> (u64, usize) {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        std::process::exit(0);
-    }
-    let bad = |a: &str| -> ! {
-        eprintln!("debug_bench: bad argument `{a}`\n{USAGE}");
-        std::process::exit(2)
-    };
-    if argv.len() > 2 {
-        bad(&argv[2]);
-    }
-    let pairs = match argv.first() {
-        None => 2_000_000,
-        Some(a) => a.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad(a)),
-    };
-    let rounds = match argv.get(1) {
-        None => 7,
-        Some(a) => a.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad(a)),
-    };
-    (pairs, rounds)
+    let [pairs, rounds] = args::numbers("debug_bench", USAGE, [2_000_000, 7], |_, n| n > 0);
+    (pairs, rounds as usize)
 }
 
 const LAYOUT: Layout = match Layout::from_size_align(32, 8) {

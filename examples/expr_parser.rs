@@ -7,6 +7,9 @@
 //! cargo run --release --example expr_parser --features compare-mimalloc     # against mimalloc
 //! ```
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::time::Instant;
 
 use specalloc::specialize;
@@ -192,27 +195,10 @@ fn source(seed: u64, terms: usize) -> String {
 const USAGE: &str = "usage: expr_parser [iterations]
   iterations  expressions to tokenize, parse and evaluate (default 2000)";
 
-/// The one optional argument, or the process exits: usage on stdout for `--help`, on stderr
-/// with status 2 for anything it cannot parse.
+/// The one optional argument (see `common/args.rs`).
 fn arg() -> u64 {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        std::process::exit(0);
-    }
-    match argv.as_slice() {
-        [] => 2000,
-        [a] => match a.parse::<u64>().ok() {
-            Some(n) => n,
-            None => bad(a),
-        },
-        [_, extra, ..] => bad(extra),
-    }
-}
-
-fn bad(a: &str) -> ! {
-    eprintln!("expr_parser: bad argument `{a}`\n{USAGE}");
-    std::process::exit(2)
+    let [n] = args::numbers("expr_parser", USAGE, [2000], |_, _| true);
+    n
 }
 
 fn main() {

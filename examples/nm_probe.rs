@@ -9,26 +9,20 @@
 //!     | sort -u -k1,1 | wc -l
 //! ```
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::hint::black_box;
 
 specalloc::install!(static GLOBAL);
 
-/// This program takes no argument: `--help` prints the usage on stdout, anything else prints it
-/// on stderr and exits with status 2.
-fn no_args(usage: &str) {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{usage}");
-        std::process::exit(0);
-    }
-    if let Some(a) = argv.first() {
-        eprintln!("bad argument `{a}`\n{usage}");
-        std::process::exit(2);
-    }
-}
-
 fn main() {
-    no_args("usage: nm_probe   (no arguments)");
+    let [] = args::numbers(
+        "nm_probe",
+        "usage: nm_probe   (no arguments)",
+        [],
+        |_, _| true,
+    );
     use specalloc::spec::boxed;
     let mut total = 0u64;
     for i in 0..1000u64 {

@@ -11,6 +11,9 @@
 //! producers exit while their blocks are still alive elsewhere (thread-exit reclaim). It takes
 //! no argument.
 
+#[path = "common/args.rs"]
+mod args;
+
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::Instant;
@@ -42,22 +45,13 @@ fn count(t: &Tree) -> u64 {
     }
 }
 
-/// This program takes no argument: `--help` prints the usage on stdout, anything else prints it
-/// on stderr and exits with status 2.
-fn no_args(usage: &str) {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    if argv.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{usage}");
-        std::process::exit(0);
-    }
-    if let Some(a) = argv.first() {
-        eprintln!("bad argument `{a}`\n{usage}");
-        std::process::exit(2);
-    }
-}
-
 fn main() {
-    no_args("usage: workload   (no arguments)");
+    let [] = args::numbers(
+        "workload",
+        "usage: workload   (no arguments)",
+        [],
+        |_, _| true,
+    );
     let threads = 4;
     let start = Instant::now();
     let (tx, rx) = mpsc::channel::<(Tree, HashMap<u64, Vec<u8>>, Vec<String>)>();
