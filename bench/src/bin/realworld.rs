@@ -517,16 +517,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// The command line that reproduces this run.
 fn command_line(opts: &Opts) -> String {
-    let mut s = "cargo run --release -p specalloc-bench".to_string();
-    if cfg!(feature = "peers") {
-        s.push_str(" --features peers");
-    }
-    s.push_str(" --bin realworld");
-    if !opts.args.is_empty() {
-        s.push_str(" -- ");
-        s.push_str(&opts.args.join(" "));
-    }
-    s
+    cli::command_line("realworld", &opts.args)
 }
 
 #[cfg(test)]

@@ -230,16 +230,7 @@ fn main() {
 
 /// The command line that reproduces this run.
 pub(crate) fn command_line(opts: &Opts) -> String {
-    let mut s = "cargo run --release -p specalloc-bench".to_string();
-    if cfg!(feature = "peers") {
-        s.push_str(" --features peers");
-    }
-    s.push_str(" --bin sweep");
-    if !opts.args.is_empty() {
-        s.push_str(" -- ");
-        s.push_str(&opts.args.join(" "));
-    }
-    s
+    cli::command_line("sweep", &opts.args)
 }
 
 #[cfg(test)]
