@@ -200,6 +200,22 @@ impl Common {
     }
 }
 
+/// The command line that reproduces a run of bench binary `bin` with arguments `args`
+/// (`--features peers` when this binary was built with them).
+pub fn command_line(bin: &str, args: &[String]) -> String {
+    let mut s = "cargo run --release -p specalloc-bench".to_string();
+    if cfg!(feature = "peers") {
+        s.push_str(" --features peers");
+    }
+    s.push_str(" --bin ");
+    s.push_str(bin);
+    if !args.is_empty() {
+        s.push_str(" -- ");
+        s.push_str(&args.join(" "));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,20 +294,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The command line that reproduces a run of bench binary `bin` with arguments `args`
-/// (`--features peers` when this binary was built with them).
-pub fn command_line(bin: &str, args: &[String]) -> String {
-    let mut s = "cargo run --release -p specalloc-bench".to_string();
-    if cfg!(feature = "peers") {
-        s.push_str(" --features peers");
-    }
-    s.push_str(" --bin ");
-    s.push_str(bin);
-    if !args.is_empty() {
-        s.push_str(" -- ");
-        s.push_str(&args.join(" "));
-    }
-    s
 }
