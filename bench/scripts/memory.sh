@@ -38,7 +38,7 @@ function median(arr, n,   i, j, t) {
 { k = $1 SUBSEP $2; n[k]++; wall[k, n[k]] = $3; rss[k, n[k]] = $4; ex[k, n[k]] = $6; name[$1] = $5; seen[$1] = 1; al[$2] = 1 }
 END {
     printf "%-10s %-10s %12s %14s %22s\n", "workload", "allocator", "wall ms", "peak RSS KiB", "extra (median)"
-    split("putget push tiny:3 tiny:4 tiny:12 tiny:16 churn", W, " ")
+    split("putget push tiny:3 tiny:4 tiny:12 tiny:16 tiny:mixed churn", W, " ")
     split("specalloc system mimalloc jemalloc", A, " ")
     for (wi = 1; wi <= 7; wi++) for (ai = 1; ai <= 4; ai++) {
         k = W[wi] SUBSEP A[ai]; m = n[k]; if (!m) continue
