@@ -26,7 +26,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::Duration;
 
 use specalloc::size_class::{class_objects, class_of, class_size, MAX_SMALL_SIZE, NUM_CLASSES};
 use specalloc::{stats, Stats};
