@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-cargo test --workspace && cargo test -p specalloc --features checked,no-size-specialized
+cargo test --workspace
+cargo test -p specalloc --features checked,no-size-specialized
 cargo test -p specalloc-runtime --features serde --test stats_json
 cargo test -p specalloc-runtime --features serde --doc -- snapshot::Stats

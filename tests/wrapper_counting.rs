@@ -8,6 +8,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use specalloc::{specialize, SpecAlloc};
 
@@ -73,8 +74,13 @@ fn strings() -> (String, Vec<u8>, Vec<u32>) {
     ("sixteen bytes!!!".to_string(), vec![1; 100], vec![1, 2, 3])
 }
 
+/// The tests of this binary read the wrapper's global counts between two points: they take
+/// turns, so that one's frees do not land inside the other's window.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn the_wrapper_sees_every_allocation_and_free() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert!(!specalloc::spec::installed());
     let (a0, f0, l0) = (
         GLOBAL.allocs.load(Ordering::SeqCst),
@@ -99,6 +105,7 @@ fn the_wrapper_sees_every_allocation_and_free() {
 
 #[test]
 fn spec_entry_points_go_through_the_wrapper() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = GLOBAL.allocs.load(Ordering::SeqCst);
     let boxes: Vec<_> = (0..100)
         .map(|i| specalloc::spec::boxed([i as u8; 24]))
