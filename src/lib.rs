@@ -289,11 +289,13 @@ pub use specalloc_macros::specialize;
 /// // One `[u64; 4]`, uninitialised: the 32-byte class routine.
 /// let mut u = alloc!(uninit [u64; 4]);
 /// u.write([1, 2, 3, 4]);
+/// // SAFETY: initialised (written or zeroed) above.
 /// let u = unsafe { u.assume_init() };
 /// assert_eq!(u.iter().sum::<u64>(), 10);
 ///
 /// // Zeroed.
 /// let z = alloc!(zeroed [u32; 16]);
+/// // SAFETY: initialised (written or zeroed) above.
 /// assert_eq!(unsafe { z.assume_init() }, Box::new([0u32; 16]));
 ///
 /// // Boxing a value, with the type inferred or given.

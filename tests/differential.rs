@@ -152,8 +152,8 @@ macro_rules! corpus {
             }
 
             fn with_static_len() -> Vec<u8> {
+                // SAFETY: `BUF_LEN` is never written, so reading it from any thread is fine.
                 unsafe {
-                    BUF_LEN += 0;
                     Vec::with_capacity(BUF_LEN)
                 }
             }
@@ -241,6 +241,7 @@ macro_rules! corpus {
                 line(&mut out, "pinned", &*pinned());
                 let mut u = Box::<u64>::new_uninit();
                 u.write(11);
+                // SAFETY: written just above.
                 line(&mut out, "new_uninit", unsafe { u.assume_init() });
                 let words = words("a b a c b a");
                 line(&mut out, "words", &words);

@@ -134,6 +134,7 @@ pub use snapshot::{stats, ClassStats, Stats};
 /// use std::alloc::{GlobalAlloc, Layout};
 /// let a = specalloc_runtime::SpecAlloc;
 /// let layout = Layout::from_size_align(100, 8).unwrap();
+/// // SAFETY: the layout is valid and non-zero-sized; the block is freed with it.
 /// unsafe {
 ///     let p = a.alloc_zeroed(layout);
 ///     assert!(!p.is_null());
@@ -188,6 +189,7 @@ unsafe impl GlobalAlloc for SpecAlloc {
 /// let layout = Layout::new::<[u32; 10]>();
 /// let p = specalloc_runtime::alloc(layout);
 /// assert!(!p.is_null() && p as usize % 4 == 0);
+/// // SAFETY: allocated above with this layout, freed once.
 /// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline]
@@ -202,7 +204,9 @@ pub fn alloc(layout: Layout) -> *mut u8 {
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u64; 64]>();
 /// let p = specalloc_runtime::alloc_zeroed(layout);
+/// // SAFETY: the block is live and that many bytes long.
 /// assert!(unsafe { core::slice::from_raw_parts(p, 512) }.iter().all(|&b| b == 0));
+/// // SAFETY: allocated above with this layout, freed once.
 /// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline]
@@ -234,6 +238,7 @@ fn alloc_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
 /// let layout = Layout::new::<[u64; 5]>();
 /// let p = specalloc_runtime::alloc_inline(layout);
 /// assert!(!p.is_null());
+/// // SAFETY: allocated above with this layout, freed once.
 /// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline(always)]
@@ -247,7 +252,9 @@ pub fn alloc_inline(layout: Layout) -> *mut u8 {
 /// use core::alloc::Layout;
 /// let layout = Layout::new::<[u64; 5]>();
 /// let p = specalloc_runtime::alloc_zeroed_inline(layout);
+/// // SAFETY: the block is live and that many bytes long.
 /// assert!(unsafe { core::slice::from_raw_parts(p, 40) }.iter().all(|&b| b == 0));
+/// // SAFETY: allocated above with this layout, freed once.
 /// unsafe { specalloc_runtime::dealloc(p, layout) };
 /// ```
 #[inline(always)]

@@ -23,6 +23,7 @@
 //! let p = specalloc_runtime::routines::small_sc4(); // 32 bytes
 //! assert!(!p.is_null() && p as usize % 32 == 0);
 //! // Freed like any block of that class.
+//! // SAFETY: a 32-byte block from the routine above, freed once with a layout of its class.
 //! unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 4]>()) };
 //! ```
 

@@ -115,6 +115,7 @@ pub struct Stats {
 /// let p = specalloc_runtime::alloc(core::alloc::Layout::new::<[u64; 3]>());
 /// let after = specalloc_runtime::stats();
 /// assert_eq!(after.classes[3].allocs, before.classes[3].allocs + 1);
+/// // SAFETY: allocated above with this layout, freed once.
 /// unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 3]>()) };
 /// ```
 pub fn stats() -> Stats {

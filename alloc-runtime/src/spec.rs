@@ -223,6 +223,7 @@ macro_rules! install {
 /// # specalloc_runtime::install!();
 /// let mut b = specalloc_runtime::spec::uninit::<u64>();
 /// b.write(7);
+/// // SAFETY: initialised (written or zeroed) above.
 /// assert_eq!(unsafe { b.assume_init() }, Box::new(7));
 /// ```
 #[inline(always)]
@@ -245,6 +246,7 @@ pub fn uninit<T>() -> Box<MaybeUninit<T>> {
 /// ```
 /// # specalloc_runtime::install!();
 /// let b = specalloc_runtime::spec::zeroed::<[u32; 16]>();
+/// // SAFETY: initialised (written or zeroed) above.
 /// assert_eq!(unsafe { b.assume_init() }, Box::new([0u32; 16]));
 /// ```
 #[inline(always)]
@@ -334,6 +336,7 @@ pub fn vec_from_elem<T: Clone, const N: usize>(x: T) -> Vec<T> {
 ///
 /// ```
 /// # specalloc_runtime::install!();
+/// // SAFETY: all-zero bytes are a valid `u32`.
 /// let v = unsafe { specalloc_runtime::spec::vec_zeroed::<u32, 10>() };
 /// assert_eq!(v, [0u32; 10]);
 /// ```

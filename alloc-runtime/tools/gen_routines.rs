@@ -64,6 +64,7 @@ pub fn generate() -> String {
          //! let p = specalloc_runtime::routines::small_sc4(); // 32 bytes\n\
          //! assert!(!p.is_null() && p as usize % 32 == 0);\n\
          //! // Freed like any block of that class.\n\
+         //! // SAFETY: a 32-byte block from the routine above, freed once with a layout of its class.\n\
          //! unsafe { specalloc_runtime::dealloc(p, core::alloc::Layout::new::<[u64; 4]>()) };\n\
          //! ```\n\
          \n\
