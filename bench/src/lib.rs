@@ -31,6 +31,18 @@ pub mod sweep_loops;
 pub mod table;
 pub mod workers;
 
+/// Peak resident set size of this process, in KiB (`getrusage`), as the benchmark workers
+/// report it.
+pub fn peak_rss_kb() -> u64 {
+    // SAFETY: `getrusage` only writes the zero-initialised struct we pass, a plain C struct for
+    // which all-zero bytes are valid.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u.ru_maxrss as u64
+    }
+}
+
 /// Declares the `#[global_allocator]` a benchmark worker was built with: the first of the
 /// features `global-system`, `global-mimalloc`, `global-jemalloc`, `global-snmalloc`, or
 /// specalloc when none is on; and `GLOBAL_NAME`, its name. Each configuration is built alone

@@ -21,16 +21,6 @@ use specalloc_bench::cli::{self, Stop, Token, Usage, ValueExt};
 
 specalloc_bench::select_global_allocator!();
 
-/// Peak resident set size of this process, in KiB (getrusage).
-fn peak_rss_kb() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct we pass it.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u.ru_maxrss as u64
-    }
-}
-
 /// Current resident set size in bytes (/proc/self/statm).
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -190,6 +180,6 @@ fn main() {
     println!(
         "{workload},{},{wall:.1},{},{name},{value:.3}",
         GLOBAL_NAME,
-        peak_rss_kb()
+        specalloc_bench::peak_rss_kb()
     );
 }

@@ -22,17 +22,6 @@ use specalloc_bench::realworld::{self, PROGRAMS};
 
 specalloc_bench::select_global_allocator!();
 
-/// Peak resident set size of this process, in KiB (getrusage).
-fn peak_rss_kb() -> u64 {
-    // SAFETY: `getrusage` only writes the zero-initialised struct we pass,
-    // which is a plain C struct for which all-zero bytes are valid.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u.ru_maxrss as u64
-    }
-}
-
 fn main() {
     let usage = Usage {
         name: "realworld_worker",
@@ -74,7 +63,7 @@ fn main() {
             let wall = start.elapsed().as_nanos();
             println!(
                 "result,{name},{GLOBAL_NAME},{checksum:016x},{wall},{}",
-                peak_rss_kb()
+                specalloc_bench::peak_rss_kb()
             );
         }
         _ => bad("expected describe, list or run PROGRAM"),
