@@ -7,7 +7,7 @@
 //! the owner takes the span off its delayed list).
 //!
 //! The owner's side mirrors `src/heap/slow.rs` and `src/heap/lifecycle.rs` step by step
-//! (`park_full`, `watch_full`, `unpark`, `collect_remote`, `process_delayed`, `release_span`,
+//! (`park_full`, `watch_full`, `take_back`, `unpark`, `collect_remote`, `process_delayed`, `release_span`,
 //! `abandon`); every atomic step is the shared protocol's.
 
 #![allow(dead_code)]
@@ -167,11 +167,16 @@ impl Owner {
     fn watch(&mut self) {
         proto::set_notify(&self.span.remote);
         if proto::has_remote(&self.span.remote) {
-            self.unpark();
-            self.collect();
-            if self.used == 0 {
-                self.release();
-            }
+            self.take_back();
+        }
+    }
+
+    /// `take_back`: off the full list, with the remote blocks.
+    fn take_back(&mut self) {
+        self.unpark();
+        self.collect();
+        if self.used == 0 {
+            self.release();
         }
     }
 
@@ -213,11 +218,8 @@ impl Owner {
             match self.tag {
                 'R' => self.release(),
                 'F' if !exiting => {
-                    if self.collect() > 0 {
-                        self.unpark();
-                        if self.used == 0 {
-                            self.release();
-                        }
+                    if proto::has_remote(&self.span.remote) {
+                        self.take_back();
                     } else {
                         self.watch();
                     }

@@ -184,11 +184,16 @@ fn park_full(h: &Heap, s: &Span) {
 fn watch_full(h: &Heap, s: &Span) {
     remote::set_notify(&s.remote);
     if remote::has_remote(&s.remote) {
-        unpark(h, s);
-        collect_remote(s);
-        if s.used.get() == 0 {
-            span_emptied(h, s);
-        }
+        take_back(h, s);
+    }
+}
+
+/// Takes a parked span whose remote list has blocks back onto the partial list, with them.
+fn take_back(h: &Heap, s: &Span) {
+    unpark(h, s);
+    collect_remote(s);
+    if s.used.get() == 0 {
+        span_emptied(h, s);
     }
 }
 
@@ -264,11 +269,8 @@ pub(super) fn process_delayed(h: &Heap, exiting: bool) {
                 unsafe { release_span(s) };
             }
             ListTag::Full if !exiting => {
-                if collect_remote(s) > 0 {
-                    unpark(h, s);
-                    if s.used.get() == 0 {
-                        span_emptied(h, s);
-                    }
+                if remote::has_remote(&s.remote) {
+                    take_back(h, s);
                 } else {
                     // Its blocks were collected while it was taken back and parked again.
                     watch_full(h, s);
