@@ -17,9 +17,12 @@
 //
 // Notification states of a remote word:
 // - NONE: frees push onto the span's remote list; the owner collects it on its slow path.
-// - NOTIFY: the owner parked the span as full and will not look at it again by itself. The next
-//   remote free pushes its block and claims the notification in one step (NOTIFY -> NOTIFYING),
-//   pushes the *span* onto the owner's delayed list, and moves the state to DELIVERED.
+// - NOTIFY: the owner parked the span as full and will not look at it again by itself (`arm`).
+//   The next remote free pushes its block and claims the notification in one step (NOTIFY ->
+//   NOTIFYING), pushes the *span* onto the owner's delayed list, and moves the state to
+//   DELIVERED. Taking the span back off the full list leaves the request armed (no atomic
+//   read-modify-write on that path): a span may be NOTIFY while current or partial, and is then
+//   delivered by the next remote free, which the owner ignores (the span is not parked).
 // - NOTIFYING: a freeing thread is between claiming the notification and delivering the span.
 //   The owner must not go away in that window: before it abandons or releases a span it waits
 //   until the span is not NOTIFYING (`quiesce`).
@@ -81,6 +84,27 @@ pub trait DeliveryGate {
     fn leave(&self);
 }
 
+/// The common case of [`free_remote`], small enough to inline into a free path: one attempt to
+/// push `block` on the span's remote list, made only when nobody asked for a notification.
+/// Returns false, having published nothing, when the state is NOTIFY or the attempt lost a race;
+/// the caller then calls [`free_remote`].
+///
+/// # Safety
+/// As for [`free_remote`].
+#[inline(always)]
+pub unsafe fn try_push(remote: &AtomicUsize, block: usize) -> bool {
+    let old = remote.load(Ordering::Relaxed);
+    if old & STATE_MASK == NOTIFY {
+        return false;
+    }
+    // SAFETY: the caller owns `block` until the CAS below publishes it; the list's blocks are in
+    // the span's chunk.
+    unsafe { set_link(block, old & !STATE_MASK) };
+    remote
+        .compare_exchange_weak(old, block | (old & STATE_MASK), Ordering::Release, Ordering::Relaxed)
+        .is_ok()
+}
+
 /// What [`free_remote`] did with the block.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pushed {
@@ -107,6 +131,10 @@ pub unsafe fn free_remote(
     gate: &impl DeliveryGate,
     deliver: impl FnOnce(usize),
 ) -> Pushed {
+    // SAFETY: forwarded from our caller.
+    if unsafe { try_push(remote, block) } {
+        return Pushed::ToSpan;
+    }
     let mut old = remote.load(Ordering::Relaxed);
     loop {
         let state = old & STATE_MASK;
@@ -116,7 +144,7 @@ pub unsafe fn free_remote(
         if state == NOTIFY {
             gate.enter();
             // Push and claim the notification in one step. Acquire: the owner word written
-            // before the owner's `set_notify`.
+            // before the owner's `arm`.
             match remote.compare_exchange_weak(
                 old,
                 block | NOTIFYING,
@@ -189,26 +217,36 @@ pub fn has_remote(remote: &AtomicUsize) -> bool {
     remote.load(Ordering::Acquire) & !STATE_MASK != 0
 }
 
-/// Asks to be notified of the next remote free (owner only, when parking the span as full, after
-/// [`quiesce`]). Returns false, and changes nothing, when the span is already on the owner's
-/// delayed list (DELIVERED): the owner will look at it when it takes that list.
+/// Asks to hear of the next remote free into a span the owner is parking as full (owner only).
+/// Taking a parked span back does not withdraw the request (that would cost an atomic
+/// read-modify-write on every unparking, in every program), so one may still be armed from an
+/// earlier parking: then nothing changes, and a single-threaded program arms each span once.
+/// A delivery in progress (NOTIFYING) is waited out. Returns false, and changes nothing, when
+/// the span is on the owner's delayed list (DELIVERED): the owner looks at it when it takes that
+/// list.
+///
+/// A request left armed on a span that is current or partial is claimed by the next remote free
+/// like any other; the owner finds the span delivered while it is not parked, and ignores it.
 #[inline]
-pub fn set_notify(remote: &AtomicUsize) -> bool {
-    let mut old = remote.load(Ordering::Relaxed);
+pub fn arm(remote: &AtomicUsize) -> bool {
+    let mut old = remote.load(Ordering::Acquire);
     loop {
         match old & STATE_MASK {
             NONE => {}
+            NOTIFY => return true,
             DELIVERED => return false,
-            s => {
-                debug_assert!(false, "set_notify in state {s}");
-                return false;
+            _ => {
+                spin_loop();
+                old = remote.load(Ordering::Acquire);
+                continue;
             }
         }
+        // Release: the owner word, written before, for the thread that claims the request.
         match remote.compare_exchange_weak(
             old,
             old | NOTIFY,
             Ordering::Release,
-            Ordering::Relaxed,
+            Ordering::Acquire,
         ) {
             Ok(_) => return true,
             Err(cur) => old = cur,
@@ -216,27 +254,8 @@ pub fn set_notify(remote: &AtomicUsize) -> bool {
     }
 }
 
-/// Withdraws a notification request that nobody claimed (owner only, when it takes the span back
-/// off its full list by itself). A claimed one (NOTIFYING or DELIVERED) completes on its own:
-/// the span still arrives on the delayed list.
-#[inline]
-pub fn clear_notify(remote: &AtomicUsize) {
-    let mut old = remote.load(Ordering::Relaxed);
-    while old & STATE_MASK == NOTIFY {
-        match remote.compare_exchange_weak(
-            old,
-            old & !STATE_MASK,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => return,
-            Err(cur) => old = cur,
-        }
-    }
-}
-
 /// Withdraws an unclaimed request and waits out a delivery in progress (owner only, before it
-/// parks, abandons or releases the span). Returns whether the span is on the owner's delayed
+/// abandons or releases the span). Returns whether the span is on the owner's delayed
 /// list (DELIVERED); otherwise it is NONE. Either way, no thread will start a delivery of this
 /// span until the owner asks again.
 pub fn quiesce(remote: &AtomicUsize) -> bool {

@@ -160,12 +160,12 @@ impl Owner {
     fn park_full(&mut self) {
         self.span.owner.store(self.addr() | 1, Ordering::Relaxed);
         self.tag = 'F';
-        proto::quiesce(&self.span.remote);
         self.watch();
     }
 
+    /// `watch_full`: arm the request (once per span; it may still be armed), then look.
     fn watch(&mut self) {
-        proto::set_notify(&self.span.remote);
+        proto::arm(&self.span.remote);
         if proto::has_remote(&self.span.remote) {
             self.take_back();
         }
@@ -180,9 +180,9 @@ impl Owner {
         }
     }
 
-    /// `unpark` (a local free or a delivered span takes it off the full list).
+    /// `unpark` (a local free or a delivered span takes it off the full list): no atomic
+    /// read-modify-write; the request stays armed.
     fn unpark(&mut self) {
-        proto::clear_notify(&self.span.remote);
         self.span.owner.store(self.addr(), Ordering::Relaxed);
         self.tag = 'P';
     }
@@ -244,6 +244,16 @@ impl Owner {
     }
 }
 
+/// The end state of a model: no delivery claimed and not yet taken off the delayed list (the
+/// request may still be armed: unparking leaves it so).
+fn assert_no_delivery_pending(span: &Span) {
+    let state = span.remote.load(Ordering::Relaxed) & STATE_MASK;
+    assert!(
+        state == 0 || state == NOTIFY,
+        "a delivery left pending: state {state}"
+    );
+}
+
 fn new_heap() -> Arc<Heap> {
     Arc::new(Heap {
         delayed: AtomicUsize::new(0),
@@ -294,7 +304,7 @@ fn park_deliver_process() {
         }
         assert_eq!(o.got, vec![b]);
         assert_eq!(o.taken, u32::from(matches!(pushed, Pushed::Delivered(_))));
-        assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
+        assert_no_delivery_pending(&span);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
     });
 }
@@ -355,7 +365,7 @@ fn owner_exits_and_span_is_adopted() {
             .filter(|p| **p == Pushed::Delivered(Arc::as_ptr(&heap) as usize))
             .count() as u32;
         assert_eq!(to_old, delivered_before_exit);
-        assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
+        assert_no_delivery_pending(&span);
     });
 }
 
@@ -404,7 +414,7 @@ fn release_races_delivery() {
 
 /// The owner parks a span, a free claims the notification, the owner takes the span back by
 /// itself (a local free) and parks it again before the delivery has finished. Parking again
-/// first waits out the delivery (`quiesce`); a span already delivered is not armed again but
+/// first waits out the delivery (`arm`); a span already delivered is not armed again but
 /// comes off the delayed list, where the owner looks at it. The block arrives exactly once.
 #[test]
 fn repark_while_notifying() {
@@ -435,7 +445,7 @@ fn repark_while_notifying() {
         o.collect();
         assert_eq!(o.got, vec![b]);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
-        assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
+        assert_no_delivery_pending(&span);
     });
 }
 
@@ -458,6 +468,50 @@ fn take_list_while_delivery_completes() {
         }
         t.join().unwrap();
         o.process_delayed(false);
-        assert_eq!(span.remote.load(Ordering::Relaxed) & STATE_MASK, 0);
+        assert_no_delivery_pending(&span);
+    });
+}
+
+/// Taking a span back leaves its request armed: a remote free into the span while it is partial
+/// claims the request and delivers the span all the same. The owner, which meanwhile takes its
+/// delayed list (ignoring a span that is not parked), frees its own last block, collects the
+/// remote one and releases the span, defers the release if the span is still on its delayed
+/// list: the block arrives once, the span is taken off the list once and released once, and the
+/// freeing thread never touches it afterwards.
+#[test]
+fn armed_request_outlives_unpark() {
+    loom::model(|| {
+        let heap = new_heap();
+        let span = Span::new(&heap);
+        let mut o = Owner::new(heap.clone(), span.clone(), 3);
+        o.park_full();
+        o.unpark(); // a local free; the request stays armed
+        o.used -= 1;
+        let b = block(71);
+        let s = span.clone();
+        let t = loom::thread::spawn(move || free(&s, b));
+        o.process_delayed(false); // a slow path meanwhile
+        o.used -= 1; // the owner's last local free
+        while o.used > 0 {
+            if o.collect() == 0 {
+                loom::thread::yield_now();
+            }
+        }
+        o.release();
+        let pushed = t.join().unwrap();
+        o.process_delayed(false);
+        assert!(
+            matches!(pushed, Pushed::Delivered(_)),
+            "the armed request was not claimed: {pushed:?}"
+        );
+        assert_eq!(o.taken, 1);
+        assert_eq!(o.tag, 'X', "span not released");
+        assert_eq!(
+            span.remote.load(Ordering::Relaxed),
+            RELEASED,
+            "span touched after release"
+        );
+        assert_eq!(o.got, vec![b]);
+        assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
     });
 }

@@ -167,22 +167,21 @@ fn retire_current(h: &Heap, class: usize, s: &Span) {
 }
 
 /// Puts an owned span with no free block on the full list and asks for a remote-free
-/// notification.
+/// notification (armed once per span: unparking leaves it armed, see [`remote::arm`]).
 fn park_full(h: &Heap, s: &Span) {
     debug_assert!(s.free.get().is_null());
     s.owner.store(h.addr() | OWNER_FULL, Ordering::Relaxed);
     s.set_tag(ListTag::Full);
     h.full.push_front(s);
-    // A notification of an earlier parking may still be on its way: let it finish first.
-    remote::quiesce(&s.remote);
     watch_full(h, s);
 }
 
 /// Asks to hear of the next remote free into `s`, parked on `h`'s full list (unless the span is
-/// already on the delayed list, which comes to the same); takes it back at once if blocks came
-/// meanwhile, since the request would otherwise wait for the next free.
+/// already on the delayed list, which comes to the same; a delivery still on its way is waited
+/// out); takes it back at once if blocks came meanwhile, since the request would otherwise wait
+/// for the next free.
 fn watch_full(h: &Heap, s: &Span) {
-    remote::set_notify(&s.remote);
+    remote::arm(&s.remote);
     if remote::has_remote(&s.remote) {
         take_back(h, s);
     }
@@ -197,14 +196,15 @@ fn take_back(h: &Heap, s: &Span) {
     }
 }
 
-/// Moves a span from the full list to the partial list.
+/// Moves a span from the full list to the back of the partial list: refills take the spans that
+/// have had longest to gather free blocks first, so a span that just got its first block back
+/// is not made current for that one block (and parked again at once).
 fn unpark(h: &Heap, s: &Span) {
     debug_assert_eq!(s.tag(), ListTag::Full);
-    remote::clear_notify(&s.remote);
     h.full.unlink(s);
     s.owner.store(h.addr(), Ordering::Relaxed);
     s.set_tag(ListTag::Partial);
-    h.classes[s.class.get() as usize].partial.push_front(s);
+    h.classes[s.class.get() as usize].partial.push_back(s);
 }
 
 /// Takes the span's remote list onto its local free list (the caller owns the span). Returns
@@ -327,28 +327,59 @@ pub(super) unsafe fn release_span(s: &Span) {
     unsafe { chunk::free_pages(s as *const Span as *mut Span) };
 }
 
-/// Frees `p` into a span whose owner word is not exactly `heap`.
+/// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,
+/// a span of another heap (a remote free), or a span in a central pool.
+///
+/// The remote free of the common case (nobody waits for a notification) is a load and a CAS,
+/// with no call and no stack frame; the rest is out of line.
 ///
 /// # Safety
 /// `p` is a live block of `span`.
-#[cold]
 #[inline(never)]
 pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
-    let class = span.class.get() as usize;
-    if heap != empty_heap() && span.owner_word() == heap as usize | OWNER_FULL {
-        // SAFETY: `heap` is this thread's live heap and owns the span.
-        let h = unsafe { &*heap };
-        unpark(h, span);
-        // SAFETY: we own the span; `p` is one of its blocks.
-        unsafe { span.push_local(p.cast()) };
-        let used = span.used.get() - 1;
-        span.used.set(used);
-        inc(&h.classes[class].frees);
-        if used == 0 {
-            span_emptied(h, span);
-        }
-        return;
+    let owner = span.owner_word();
+    // The sentinel heap owns no span, so this never matches for a thread without a heap.
+    if owner == heap as usize | OWNER_FULL {
+        // SAFETY: `heap` is this thread's live heap and owns the span; forwarded.
+        return unsafe { free_to_parked(&*heap, span, p) };
     }
+    // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
+    // collected (it holds a live block until then).
+    if owner != 0 && unsafe { remote::try_push(&span.remote, p as usize) } {
+        return count_remote(heap, span.class.get() as usize);
+    }
+    // SAFETY: forwarded.
+    unsafe { free_other(heap, span, p) }
+}
+
+/// A local free into a span the heap parked as full: back to the partial list, at the back, so
+/// that it gathers more free blocks before a refill takes it.
+///
+/// # Safety
+/// `h` owns `span`, which is parked full; `p` is a live block of `span`.
+#[cold]
+#[inline(never)]
+unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
+    unpark(h, span);
+    // SAFETY: we own the span; `p` is one of its blocks.
+    unsafe { span.push_local(p.cast()) };
+    let used = span.used.get() - 1;
+    span.used.set(used);
+    inc(&h.classes[span.class.get() as usize].frees);
+    if used == 0 {
+        span_emptied(h, span);
+    }
+}
+
+/// A free into a span of another heap or of a central pool, other than a plain push: under the
+/// pool's lock, or the whole remote-free protocol with its notification.
+///
+/// # Safety
+/// `p` is a live block of `span`, which `heap` does not own.
+#[cold]
+#[inline(never)]
+unsafe fn free_other(heap: *mut Heap, span: &Span, p: *mut u8) {
+    let class = span.class.get() as usize;
     // SAFETY: `p` is a live block of `span`.
     let done = span.owner_word() == 0 && unsafe { central::free_to_central(class, span, p) };
     if !done {
@@ -373,11 +404,18 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
             );
         }
     }
+    count_remote(heap, class);
+}
+
+/// Counts a free into a span `heap` does not own (`heap` may be the sentinel).
+#[inline(always)]
+fn count_remote(heap: *mut Heap, class: usize) {
     if heap != empty_heap() {
         // SAFETY: `heap` is this thread's live heap.
         let h = unsafe { &*heap };
         inc(&h.remote_frees);
-        inc(&h.classes[class].frees);
+        // SAFETY: a span's class is below `SPAN_CLASSES`.
+        inc(unsafe { &h.classes.get_unchecked(class).frees });
     } else {
         stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
         stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
