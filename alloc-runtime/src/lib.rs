@@ -125,7 +125,10 @@ pub mod test_hooks {
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
 
-use size_class::{class_of_small16, class_size, is_tiny, route, Route, MAX_SMALL_SIZE, PAGE_SIZE};
+use size_class::{
+    class_of_key, class_of_small16, class_size, is_tiny, route, route_key, Route, KEY_SMALL_MAX,
+    MAX_SMALL_SIZE, PAGE_SIZE, TINY_MAX,
+};
 pub use snapshot::{stats, ClassStats, Stats};
 
 /// The allocator, for `#[global_allocator]`.
@@ -218,8 +221,12 @@ pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
 #[inline(always)]
 fn alloc_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
     let (size, align) = (layout.size(), layout.align());
-    if is_tiny(size, align) {
+    let key = route_key(size, align);
+    if key < TINY_MAX {
         return heap::alloc_tiny::<ZEROED>();
+    }
+    if key < KEY_SMALL_MAX {
+        return heap::alloc_small::<ZEROED>(class_of_key(key), size);
     }
     if size <= MAX_SMALL_SIZE && align <= 16 {
         return heap::alloc_small::<ZEROED>(class_of_small16(size, align), size);
@@ -294,16 +301,18 @@ pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, size, align, false);
-    if is_tiny(size, align) {
+    let key = route_key(size, align);
+    if key < TINY_MAX {
         // SAFETY: a tiny layout means `ptr` is a tiny block.
-        unsafe { heap::free_tiny(ptr) }
-    } else if size <= MAX_SMALL_SIZE && align <= PAGE_SIZE {
-        // SAFETY: a small layout means `ptr` is a small block.
-        unsafe { heap::free_small(ptr) }
-    } else {
-        // SAFETY: a non-small layout means `ptr` is a large object of that layout.
-        unsafe { large::free_large(ptr, size, align) }
+        return unsafe { heap::free_tiny(ptr) };
     }
+    if key < KEY_SMALL_MAX || (size <= MAX_SMALL_SIZE && align <= PAGE_SIZE) {
+        // SAFETY: a small layout means `ptr` is a small block (the first test is the common
+        // case of the second: at most 1 KiB at an alignment of at most 1 KiB).
+        return unsafe { heap::free_small(ptr) };
+    }
+    // SAFETY: a non-small layout means `ptr` is a large object of that layout.
+    unsafe { large::free_large(ptr, size, align) }
 }
 
 /// Resizes a block, in place when the new size stays on the same route (the tiny class, the
@@ -316,18 +325,48 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     let (old, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, old, align, true);
-    let from = route(old, align);
-    match from {
-        Route::Tiny | Route::Small(_) => {
-            if route(new_size, align) == from {
-                return ptr;
+    if align <= 16 && old <= MAX_SMALL_SIZE && new_size <= MAX_SMALL_SIZE {
+        // The common case, both sizes small: the run-time tables, not the general router, and
+        // with both classes known, one copy between the class paths.
+        let (from, to) = (span_class_of(old, align), span_class_of(new_size, align));
+        if from == to {
+            return ptr;
+        }
+        let q = if to == span::TINY_CLASS {
+            heap::alloc_tiny::<false>()
+        } else {
+            heap::alloc_small::<false>(to, new_size)
+        };
+        if q.is_null() {
+            return q;
+        }
+        // SAFETY: both blocks are live and distinct, at least `min(old, new_size)` bytes long;
+        // `ptr` is a block of class `from` (the caller's layout says so), freed once.
+        unsafe {
+            ptr::copy_nonoverlapping(ptr, q, old.min(new_size));
+            #[cfg(feature = "checked")]
+            check_free(ptr, old, align, false);
+            if from == span::TINY_CLASS {
+                heap::free_tiny(ptr);
+            } else {
+                heap::free_small(ptr);
             }
         }
-        Route::Large => {
-            if route(new_size, align) == Route::Large {
-                // SAFETY: `ptr` is a large object of `layout`.
-                if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
-                    return p;
+        return q;
+    } else {
+        let from = route(old, align);
+        match from {
+            Route::Tiny | Route::Small(_) => {
+                if route(new_size, align) == from {
+                    return ptr;
+                }
+            }
+            Route::Large => {
+                if route(new_size, align) == Route::Large {
+                    // SAFETY: `ptr` is a large object of `layout`.
+                    if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
+                        return p;
+                    }
                 }
             }
         }
@@ -344,6 +383,20 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
         dealloc(ptr, layout);
     }
     q
+}
+
+/// The span class serving `size` bytes at `align` (`align <= 16`, `size <= MAX_SMALL_SIZE`): the
+/// tiny class or a size class, as [`route`] would say.
+#[inline(always)]
+fn span_class_of(size: usize, align: usize) -> usize {
+    let key = route_key(size, align);
+    if key < TINY_MAX {
+        span::TINY_CLASS
+    } else if key < KEY_SMALL_MAX {
+        class_of_key(key)
+    } else {
+        class_of_small16(size, align)
+    }
 }
 
 /// Sets the bound of the cache of freed huge mappings (objects over 1 MiB), in percent of the

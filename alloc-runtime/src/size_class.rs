@@ -218,6 +218,31 @@ pub fn class_of_small16(size: usize, align: usize) -> usize {
     }
 }
 
+/// The generic path's lookup key: `(size - 1) | (align - 1)`. One word answers both routing
+/// questions of the common case: the layout is tiny when the key is below [`TINY_MAX`], and
+/// when it is below [`KEY_SMALL_MAX`] its class is [`class_of_key`]. For an alignment of 8 or
+/// more the key plus one is the size rounded up to the alignment; below 8 the alignment only
+/// touches the three bits the lookup drops.
+#[inline(always)]
+pub const fn route_key(size: usize, align: usize) -> usize {
+    size.wrapping_sub(1) | align.wrapping_sub(1)
+}
+
+/// Keys below this have their class in [`class_of_key`]'s table (sizes up to 1 KiB).
+pub const KEY_SMALL_MAX: usize = SMALL_SIZE_MAX;
+
+/// Size class of a layout whose [`route_key`] is `key`, for `TINY_MAX <= key < KEY_SMALL_MAX`:
+/// one shift and one table load. The same class as [`class_of`] (a test checks every size and
+/// alignment), because every size class up to 1 KiB that is at least a rounded size is a
+/// multiple of the alignment it was rounded to.
+#[inline(always)]
+pub fn class_of_key(key: usize) -> usize {
+    debug_assert!((TINY_MAX..KEY_SMALL_MAX).contains(&key));
+    // `SIZE_TO_CLASS8[n]` is the class of `8 * n` bytes; `key / 8 + 1` eighths is the size
+    // rounded up to a multiple of 8 (and of the alignment).
+    SIZE_TO_CLASS8[(key >> 3) + 1] as usize
+}
+
 /// Size → class for `size <= MAX_SMALL_SIZE` and `align <= 16` from `const` tables: each call
 /// site gets its own copy of the lookup, which the compiler folds away when the size is a
 /// constant (the fully inlined generic path). Returns the same class as [`class_of`].
@@ -246,6 +271,26 @@ pub fn class_of_runtime(size: usize, align: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn route_key_agrees_with_route() {
+        for size in 0..=MAX_SMALL_SIZE + 8 {
+            let mut align = 1;
+            while align <= 2 * PAGE_SIZE {
+                let key = route_key(size, align);
+                if key < TINY_MAX {
+                    assert_eq!(route(size, align), Route::Tiny, "size {size} align {align}");
+                } else if key < KEY_SMALL_MAX {
+                    assert_eq!(
+                        Route::Small(class_of_key(key)),
+                        route(size, align),
+                        "size {size} align {align}"
+                    );
+                }
+                align *= 2;
+            }
+        }
+    }
 
     #[test]
     fn table_is_increasing_and_8_byte_multiples() {

@@ -155,14 +155,15 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
         } else {
             span.push_wide(p as *mut Block);
         }
-        let used = span.used.get() - 1;
-        span.used.set(used);
         let class = if NARROW {
             TINY_CLASS
         } else {
             span.class.get() as usize
         };
         inc(&(*heap).classes.get_unchecked(class).frees);
+        // Last, so that the test below reads the flags of the decrement.
+        let used = span.used.get() - 1;
+        span.used.set(used);
         if used == 0 {
             slow::span_emptied(&*heap, span);
         }
