@@ -21,11 +21,14 @@
 //! Span lists of a heap, per class:
 //! - *current*: the span allocated from; pinned (`used` holds one extra count) so it is never
 //!   given back while current, which keeps an alloc/free loop from thrashing the page heap;
-//! - *partial*: owned spans with free blocks;
+//! - *partial*: owned spans with free blocks; refills take them from the front, spans coming
+//!   back from the full list join at the back (so they gather more free blocks first);
 //! - *full* (one list for all classes): owned spans parked with no free block. Their owner word
 //!   carries [`OWNER_FULL`](crate::span::OWNER_FULL), so a local free goes to the slow path to
 //!   move them back to partial, and they ask for a notification of their next remote free (see
-//!   [`crate::remote`]): the freeing thread puts the span on the heap's *delayed* list.
+//!   [`crate::remote`]): the freeing thread puts the span on the heap's *delayed* list. The
+//!   request is armed once and left armed when the span comes back, so parking and unparking
+//!   take no atomic read-modify-write once a span has been parked before.
 //!
 //! The tiny class (4-byte blocks for 1 to 4 bytes) is a span class like the others; only its
 //! blocks link through 4-byte chunk offsets instead of pointers.

@@ -343,10 +343,13 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         // SAFETY: `heap` is this thread's live heap and owns the span; forwarded.
         return unsafe { free_to_parked(&*heap, span, p) };
     }
+    // Read before the push: once the block is published, the owner may collect it, empty the
+    // span and release it, and the descriptor may be set up again for another class.
+    let class = span.class.get() as usize;
     // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
     // collected (it holds a live block until then).
     if owner != 0 && unsafe { remote::try_push(&span.remote, p as usize) } {
-        return count_remote(heap, span.class.get() as usize);
+        return count_remote(heap, class);
     }
     // SAFETY: forwarded.
     unsafe { free_other(heap, span, p) }
