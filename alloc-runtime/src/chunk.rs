@@ -33,6 +33,9 @@ pub(crate) struct Chunk {
     free_bits: [Cell<u64>; WORDS],
     /// 1 = page written since it was mapped (protected by the page-heap lock).
     dirty_bits: [Cell<u64>; WORDS],
+    /// 1 = page freed since the page heap's last tick (protected by the page-heap lock): too
+    /// young to be returned to the OS except under pressure (see [`free_pages`]).
+    young_bits: [Cell<u64>; WORDS],
     /// Free pages in this chunk (protected by the page-heap lock).
     free_pages: Cell<usize>,
     /// Next chunk in the page heap's list (protected by the page-heap lock).
@@ -68,6 +71,9 @@ struct PageHeap {
     in_use: usize,
     /// Free pages that hold memory (written since mapped or last returned to the OS).
     dirty_free: usize,
+    /// When free pages older than a tick may next be returned to the OS (monotonic ns; 0 until
+    /// the first time there are more than [`retain_limit`]).
+    next_tick: u64,
 }
 
 // SAFETY: the raw chunk list is only touched under the page-heap lock.
@@ -77,6 +83,7 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     chunks: ptr::null_mut(),
     in_use: 0,
     dirty_free: 0,
+    next_tick: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
@@ -88,12 +95,23 @@ pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Free pages kept resident whatever the heap's size: 256 KiB.
 const RETAIN_MIN_PAGES: usize = (256 << 10) / PAGE_SIZE;
 
-/// Most free pages kept resident: 256 KiB or an eighth of the pages in use, whichever is more.
-/// Past that, free pages go back to the OS (down to half the bound, so the cost of scanning is
-/// spread over many frees).
+/// Free pages kept resident for good: 256 KiB or an eighth of the pages in use, whichever is
+/// more. Past that, free pages that stayed free for a whole tick ([`TICK_NS`]) go back to the OS
+/// (down to half the bound, so the cost of scanning is spread over many frees); pages freed and
+/// reused within a tick never do, so a program that frees and allocates spans of different
+/// classes in turn does not fault its pages in again and again.
 fn retain_limit(in_use: usize) -> usize {
     RETAIN_MIN_PAGES.max(in_use / 8)
 }
+
+/// Free pages kept resident at most, however young: 8 MiB or half the pages in use, whichever
+/// is more. Past that, free pages go back to the OS at once, down to half of [`retain_limit`].
+fn pressure_limit(in_use: usize) -> usize {
+    ((8 << 20) / PAGE_SIZE).max(in_use / 2)
+}
+
+/// The page heap's tick: free pages older than this may go back to the OS.
+pub(crate) const TICK_NS: u64 = 20_000_000;
 
 /// Chunks mapped while the heap is smaller than this ask the OS not to back them with huge
 /// pages, so a small program never faults 2 MiB pages for its first allocations.
@@ -269,36 +287,68 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     }
     set_range(&cr.free_bits, first, n, true);
     cr.free_pages.set(cr.free_pages.get() + n);
+    set_range(&cr.young_bits, first, n, true);
     // Every page of a span was marked dirty when it was handed out.
     ph.dirty_free += n;
     ph.in_use -= n;
-    if ph.dirty_free > retain_limit(ph.in_use) {
-        let target = retain_limit(ph.in_use) / 2;
-        scavenge(&mut ph, target);
+    let limit = retain_limit(ph.in_use);
+    if ph.dirty_free > pressure_limit(ph.in_use) {
+        scavenge(&mut ph, limit / 2, true);
+    } else if ph.dirty_free > limit {
+        let now = os::monotonic_ns();
+        if ph.next_tick == 0 {
+            ph.next_tick = now + TICK_NS;
+        } else if now >= ph.next_tick {
+            // Pages free since before the last tick go first; then every free page ages.
+            scavenge(&mut ph, limit / 2, false);
+            age_free_pages(&ph);
+            ph.next_tick = now + TICK_NS;
+        }
     }
     IN_USE_BYTES.store(ph.in_use * PAGE_SIZE, Ordering::Relaxed);
     DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
 }
 
-/// Returns free pages to the OS until at most `target` free pages hold memory.
-fn scavenge(ph: &mut PageHeap, target: usize) {
+/// Clears every chunk's young bits: the pages free now count as free since before this tick.
+fn age_free_pages(ph: &PageHeap) {
+    let mut c = ph.chunks;
+    while !c.is_null() {
+        // SAFETY: chunks on the list are live; the caller holds the lock.
+        let cr = unsafe { &*c };
+        for w in &cr.young_bits {
+            w.set(0);
+        }
+        c = cr.next.get();
+    }
+}
+
+/// Returns free pages to the OS until at most `target` free pages hold memory; `young`: pages
+/// freed since the last tick may go too.
+fn scavenge(ph: &mut PageHeap, target: usize, young: bool) {
     let mut c = ph.chunks;
     while !c.is_null() && ph.dirty_free > target {
         // SAFETY: chunks on the list are live; the caller holds the lock.
         let cr = unsafe { &*c };
+        // Whether page `i` may go now: free, holding memory, and old enough.
+        let may_go = |i: usize| {
+            bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i) && (young || !bit(&cr.young_bits, i))
+        };
         let mut i = HEADER_PAGES;
         while i < PAGES_PER_CHUNK && ph.dirty_free > target {
-            let w = cr.free_bits[i / 64].get() & cr.dirty_bits[i / 64].get();
+            let mut w = cr.free_bits[i / 64].get() & cr.dirty_bits[i / 64].get();
+            if !young {
+                w &= !cr.young_bits[i / 64].get();
+            }
             if w >> (i % 64) == 0 {
                 i = (i / 64 + 1) * 64;
                 continue;
             }
-            if !(bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i)) {
+            if !may_go(i) {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < PAGES_PER_CHUNK && bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i) {
+            while i < PAGES_PER_CHUNK && may_go(i) {
                 i += 1;
             }
             let n = i - start;
@@ -318,7 +368,7 @@ fn scavenge(ph: &mut PageHeap, target: usize) {
 /// `collect()`; [`RETURNED_BYTES`] counts them.
 pub(crate) fn return_free_pages() {
     let mut ph = PAGE_HEAP.lock();
-    scavenge(&mut ph, 0);
+    scavenge(&mut ph, 0, true);
     DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
 }
 

@@ -57,8 +57,9 @@ struct HugeHeader {
 // ---------------------------------------------------------------------------------------------
 //
 // A freed huge mapping is kept for reuse only while the cache stays within a fraction (a quarter
-// by default) of the bytes in use, checked whenever a large object is freed or a huge one is
-// allocated: a small program caches little, a large one keeps its reuse. A kept mapping is
+// by default) of the bytes in use, or 4 MiB ([`CACHE_FLOOR`]) if that is more, checked whenever a
+// large object is freed or a huge one is allocated: a small program caches a few MiB, a large
+// one keeps its reuse. A kept mapping is
 // reused by a huge allocation that fits it with at most a quarter to spare.
 
 const CACHE_SLOTS: usize = 16;
@@ -101,10 +102,17 @@ fn cache_percent() -> usize {
     p
 }
 
+/// The cache keeps at least this many bytes (unless it is turned off), so that a small program
+/// that frees and allocates a buffer of a few MiB in turn reuses its mapping instead of mapping
+/// and faulting it in each time.
+pub const CACHE_FLOOR: usize = 4 << 20;
+
 /// The cache's bound now.
 fn cache_limit() -> usize {
     let in_use = IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
-    let limit = in_use / 100 * cache_percent();
+    let percent = cache_percent();
+    let floor = if percent == 0 { 0 } else { CACHE_FLOOR };
+    let limit = (in_use / 100 * percent).max(floor);
     CACHE_LIMIT.store(limit, Ordering::Relaxed);
     limit
 }

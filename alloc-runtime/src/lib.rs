@@ -58,7 +58,7 @@
 //!
 //! | variable | read | effect |
 //! | --- | --- | --- |
-//! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
+//! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use, at least 4 MiB (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
 //!
 //! It is the only variable the allocator reads.
 //!
@@ -400,8 +400,8 @@ fn span_class_of(size: usize, align: usize) -> usize {
 }
 
 /// Sets the bound of the cache of freed huge mappings (objects over 1 MiB), in percent of the
-/// bytes in use; 0 turns the cache off. The default is 25 (a quarter), or the value of the
-/// environment variable `SPECALLOC_LARGE_CACHE_PERCENT` when set.
+/// bytes in use (the cache may always hold 4 MiB); 0 turns the cache off. The default is 25 (a
+/// quarter), or the value of the environment variable `SPECALLOC_LARGE_CACHE_PERCENT` when set.
 ///
 /// ```
 /// specalloc_runtime::set_large_cache_percent(10);

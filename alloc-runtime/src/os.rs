@@ -110,6 +110,19 @@ pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
     }
 }
 
+/// A coarse monotonic clock in nanoseconds (`CLOCK_MONOTONIC_COARSE`: no system call, a few
+/// milliseconds of resolution), for the page heap's tick.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is supported by Linux.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    debug_assert_eq!(r, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Tells the OS that `[ptr, ptr + size)` is no longer needed: its pages are dropped and read
 /// back as zero on next touch. Returns whether the advice was taken.
 ///
