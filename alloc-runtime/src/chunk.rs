@@ -111,7 +111,7 @@ fn pressure_limit(in_use: usize) -> usize {
 }
 
 /// The page heap's tick: free pages older than this may go back to the OS.
-pub(crate) const TICK_NS: u64 = 20_000_000;
+pub(crate) const TICK_NS: u64 = 5_000_000;
 
 /// Chunks mapped while the heap is smaller than this ask the OS not to back them with huge
 /// pages, so a small program never faults 2 MiB pages for its first allocations.
@@ -139,12 +139,16 @@ fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
 }
 
 /// First run of `n` free pages in `c`.
-fn find_run(c: &Chunk, n: usize) -> Option<usize> {
+fn find_run(c: &Chunk, n: usize, dirty_only: bool) -> Option<usize> {
     let mut run = 0;
     let mut start = 0;
     let mut i = HEADER_PAGES;
     while i < PAGES_PER_CHUNK {
-        let w = c.free_bits[i / 64].get() >> (i % 64);
+        let mut w = c.free_bits[i / 64].get();
+        if dirty_only {
+            w &= c.dirty_bits[i / 64].get();
+        }
+        let w = w >> (i % 64);
         if w == 0 {
             // The rest of this word is in use.
             run = 0;
@@ -207,6 +211,21 @@ pub(crate) struct PageRun {
 pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     let mut ph = PAGE_HEAP.lock();
+    // Free pages that still hold memory first: taking them costs no page fault and no new
+    // resident memory (free pages are kept resident for a while, see `free_pages`).
+    if ph.dirty_free >= npages {
+        let mut c = ph.chunks;
+        while !c.is_null() {
+            // SAFETY: every chunk on the list is a live header, protected by the lock.
+            let cr = unsafe { &*c };
+            if cr.free_pages.get() >= npages {
+                if let Some(first) = find_run(cr, npages, true) {
+                    return Some(take_run(ph, c, first, npages));
+                }
+            }
+            c = cr.next.get();
+        }
+    }
     let mut c = ph.chunks;
     let mut released = false;
     let (chunk, first) = loop {
@@ -227,18 +246,28 @@ pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageR
             unsafe { (*nc).next.set(ph.chunks) };
             ph.chunks = nc;
             // SAFETY: as above.
-            let first = find_run(unsafe { &*nc }, npages).expect("fresh chunk has room");
+            let first = find_run(unsafe { &*nc }, npages, false).expect("fresh chunk has room");
             break (nc, first);
         }
         // SAFETY: every chunk on the list is a live header, protected by the lock.
         let cr = unsafe { &*c };
         if cr.free_pages.get() >= npages {
-            if let Some(first) = find_run(cr, npages) {
+            if let Some(first) = find_run(cr, npages, false) {
                 break (c, first);
             }
         }
         c = cr.next.get();
     };
+    Some(take_run(ph, chunk, first, npages))
+}
+
+/// Hands out the free run of `npages` pages at page `first` of `chunk`.
+fn take_run(
+    mut ph: crate::lock::SpinGuard<'_, PageHeap>,
+    chunk: *mut Chunk,
+    first: usize,
+    npages: usize,
+) -> PageRun {
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };
     set_range(&cr.free_bits, first, npages, false);
@@ -261,7 +290,7 @@ pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageR
     s.start.set((chunk as usize + first * PAGE_SIZE) as *mut u8);
     s.npages.set(npages as u32);
     drop(ph);
-    Some(PageRun { span, zero })
+    PageRun { span, zero }
 }
 
 /// Returns a span's pages to the page heap.

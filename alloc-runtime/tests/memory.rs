@@ -53,7 +53,7 @@ fn free_pages_return_to_the_os() {
         rss_after < rss_peak - (32 << 20),
         "RSS {rss0} -> {rss_peak} -> {rss_after}: freed memory was not returned"
     );
-    // Pages that stay free for a tick (20 ms) go too, down to the lasting bound (256 KiB or an
+    // Pages that stay free for a tick (5 ms) go too, down to the lasting bound (256 KiB or an
     // eighth of what is in use), when a later free of pages finds them old.
     let medium = Layout::from_size_align(256 << 10, 8).unwrap();
     let mut settled = None;
@@ -162,8 +162,41 @@ fn huge_cache_stays_under_its_cap() {
     drop(keep);
 }
 
+/// A run of pages is taken from free pages that still hold memory before pages the OS took
+/// back, even at a higher address (first fit alone would take the lower one).
+fn resident_free_pages_first() {
+    let medium = Layout::from_size_align(256 << 10, 4096).unwrap();
+    let x: Vec<*mut u8> = (0..3).map(|_| specalloc_runtime::alloc(medium)).collect();
+    assert!(x.iter().all(|p| !p.is_null()));
+    let (low, high) = if x[0] < x[2] {
+        (x[0], x[2])
+    } else {
+        (x[2], x[0])
+    };
+    // SAFETY: allocated above with `medium`, freed once.
+    unsafe { specalloc_runtime::dealloc(low, medium) };
+    // The lower run goes back to the OS; the higher one is freed after and holds memory.
+    specalloc_runtime::collect();
+    // SAFETY: as above.
+    unsafe {
+        high.write_bytes(7, medium.size());
+        specalloc_runtime::dealloc(high, medium);
+    }
+    let y = specalloc_runtime::alloc(medium);
+    assert_eq!(
+        y, high,
+        "took the run the OS took back ({low:?}) over a resident one"
+    );
+    // SAFETY: allocated above with `medium`; `x[1]` too.
+    unsafe {
+        specalloc_runtime::dealloc(y, medium);
+        specalloc_runtime::dealloc(x[1], medium);
+    }
+}
+
 #[test]
 fn memory_goes_back() {
+    resident_free_pages_first();
     free_pages_return_to_the_os();
     huge_cache_stays_under_its_cap();
 }
