@@ -138,7 +138,7 @@ fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
     (start..start + n).filter(|&i| bit(words, i)).count()
 }
 
-/// First run of `n` free pages in `c`.
+/// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`).
 fn find_run(c: &Chunk, n: usize, dirty_only: bool) -> Option<usize> {
     let mut run = 0;
     let mut start = 0;

@@ -353,20 +353,19 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
             }
         }
         return q;
-    } else {
-        let from = route(old, align);
-        match from {
-            Route::Tiny | Route::Small(_) => {
-                if route(new_size, align) == from {
-                    return ptr;
-                }
+    }
+    let from = route(old, align);
+    match from {
+        Route::Tiny | Route::Small(_) => {
+            if route(new_size, align) == from {
+                return ptr;
             }
-            Route::Large => {
-                if route(new_size, align) == Route::Large {
-                    // SAFETY: `ptr` is a large object of `layout`.
-                    if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
-                        return p;
-                    }
+        }
+        Route::Large => {
+            if route(new_size, align) == Route::Large {
+                // SAFETY: `ptr` is a large object of `layout`.
+                if let Some(p) = unsafe { large::realloc_large(ptr, old, align, new_size) } {
+                    return p;
                 }
             }
         }

@@ -203,6 +203,17 @@ impl Owner {
         self.tag = 'X';
     }
 
+    /// A refill collects the remote list until every block is back, then the emptied span is
+    /// released (`release_span`).
+    fn collect_all_and_release(&mut self) {
+        while self.used > 0 {
+            if self.collect() == 0 {
+                loom::thread::yield_now();
+            }
+        }
+        self.release();
+    }
+
     /// `process_delayed`.
     fn process_delayed(&mut self, exiting: bool) {
         let mut p = proto::take_delayed(&self.heap.delayed);
@@ -251,6 +262,16 @@ fn assert_no_delivery_pending(span: &Span) {
     assert!(
         state == 0 || state == NOTIFY,
         "a delivery left pending: state {state}"
+    );
+}
+
+/// The end of a model that empties the span: released exactly once, never touched afterwards.
+fn assert_released(o: &Owner, span: &Span) {
+    assert_eq!(o.tag, 'X', "span not released");
+    assert_eq!(
+        span.remote.load(Ordering::Relaxed),
+        RELEASED,
+        "span touched after release"
     );
 }
 
@@ -391,21 +412,11 @@ fn release_races_delivery() {
         }
         o.used -= 1;
         // A refill of the class collects the remote list, then the span is emptied.
-        while o.used > 0 {
-            if o.collect() == 0 {
-                loom::thread::yield_now();
-            }
-        }
-        o.release();
+        o.collect_all_and_release();
         let pushed = t.join().unwrap();
         // The next slow path takes the delayed list; a deferred release completes there.
         o.process_delayed(false);
-        assert_eq!(o.tag, 'X', "span not released");
-        assert_eq!(
-            span.remote.load(Ordering::Relaxed),
-            RELEASED,
-            "span touched after release"
-        );
+        assert_released(&o, &span);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
         assert_eq!(o.taken, u32::from(matches!(pushed, Pushed::Delivered(_))));
         assert_eq!(o.got, vec![b]);
@@ -492,12 +503,7 @@ fn armed_request_outlives_unpark() {
         let t = loom::thread::spawn(move || free(&s, b));
         o.process_delayed(false); // a slow path meanwhile
         o.used -= 1; // the owner's last local free
-        while o.used > 0 {
-            if o.collect() == 0 {
-                loom::thread::yield_now();
-            }
-        }
-        o.release();
+        o.collect_all_and_release();
         let pushed = t.join().unwrap();
         o.process_delayed(false);
         assert!(
@@ -505,12 +511,7 @@ fn armed_request_outlives_unpark() {
             "the armed request was not claimed: {pushed:?}"
         );
         assert_eq!(o.taken, 1);
-        assert_eq!(o.tag, 'X', "span not released");
-        assert_eq!(
-            span.remote.load(Ordering::Relaxed),
-            RELEASED,
-            "span touched after release"
-        );
+        assert_released(&o, &span);
         assert_eq!(o.got, vec![b]);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
     });

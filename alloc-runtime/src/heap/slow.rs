@@ -352,7 +352,7 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
         return count_remote(heap, class);
     }
     // SAFETY: forwarded.
-    unsafe { free_other(heap, span, p) }
+    unsafe { free_other(heap, span, class, p) }
 }
 
 /// A local free into a span the heap parked as full: back to the partial list, at the back, so
@@ -378,11 +378,10 @@ unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
 /// pool's lock, or the whole remote-free protocol with its notification.
 ///
 /// # Safety
-/// `p` is a live block of `span`, which `heap` does not own.
+/// `p` is a live block of `span`, of class `class`, which `heap` does not own.
 #[cold]
 #[inline(never)]
-unsafe fn free_other(heap: *mut Heap, span: &Span, p: *mut u8) {
-    let class = span.class.get() as usize;
+unsafe fn free_other(heap: *mut Heap, span: &Span, class: usize, p: *mut u8) {
     // SAFETY: `p` is a live block of `span`.
     let done = span.owner_word() == 0 && unsafe { central::free_to_central(class, span, p) };
     if !done {
