@@ -10,7 +10,7 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::lock::SpinLock;
 use crate::os;
@@ -33,9 +33,15 @@ pub(crate) struct Chunk {
     free_bits: [Cell<u64>; WORDS],
     /// 1 = page written since it was mapped (protected by the page-heap lock).
     dirty_bits: [Cell<u64>; WORDS],
-    /// 1 = page freed since the page heap's last tick (protected by the page-heap lock): too
-    /// young to be returned to the OS except under pressure (see [`free_pages`]).
+    /// 1 = page freed since the page heap's last purge tick (protected by the page-heap lock):
+    /// too young to be advised except past the recent-peak bound (see [`maintain`]).
     young_bits: [Cell<u64>; WORDS],
+    /// 1 = free page advised with `MADV_FREE` (protected by the page-heap lock); its dirty bit
+    /// stays set, since it may still read its old contents.
+    lazy_bits: [Cell<u64>; WORDS],
+    /// 1 = page advised since the page heap's last decommit tick (protected by the page-heap
+    /// lock): too young to be returned with `MADV_DONTNEED` except past the recent-peak bound.
+    lazy_young_bits: [Cell<u64>; WORDS],
     /// Free pages in this chunk (protected by the page-heap lock).
     free_pages: Cell<usize>,
     /// Next chunk in the page heap's list (protected by the page-heap lock).
@@ -69,11 +75,39 @@ struct PageHeap {
     chunks: *mut Chunk,
     /// Pages handed out (spans and medium objects).
     in_use: usize,
-    /// Free pages that hold memory (written since mapped or last returned to the OS).
+    /// Free pages that hold memory and were not advised: written since mapped or last returned.
     dirty_free: usize,
-    /// When free pages older than a tick may next be returned to the OS (monotonic ns; 0 until
-    /// the first time there are more than [`retain_limit`]).
-    next_tick: u64,
+    /// Free pages advised with `MADV_FREE`: the kernel may take them at any time; until it
+    /// does they count in the process's RSS and cost no fault when reused.
+    lazy_free: usize,
+    /// When the next purge tick is due (monotonic ns; 0 until first armed): free pages that
+    /// stayed dirty for a whole purge period are advised with `MADV_FREE` then.
+    next_purge: u64,
+    /// When the next decommit tick is due (monotonic ns; 0 until first armed): pages that
+    /// stayed lazy for a whole decommit period go back with `MADV_DONTNEED` then, and the
+    /// window of the recent peak moves on.
+    next_decommit: u64,
+    /// Highest `in_use` of the current decommit window.
+    peak_cur: usize,
+    /// Highest `in_use` of the previous decommit window.
+    peak_prev: usize,
+}
+
+impl PageHeap {
+    /// The highest `in_use` of the current and the previous decommit window.
+    fn recent_peak(&self) -> usize {
+        self.peak_cur.max(self.peak_prev).max(self.in_use)
+    }
+
+    /// Publishes the counters to the statistics.
+    fn publish(&self) {
+        IN_USE_BYTES.store(self.in_use * PAGE_SIZE, Ordering::Relaxed);
+        DIRTY_FREE_BYTES.store(
+            (self.dirty_free + self.lazy_free) * PAGE_SIZE,
+            Ordering::Relaxed,
+        );
+        LAZY_FREE_BYTES.store(self.lazy_free * PAGE_SIZE, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: the raw chunk list is only touched under the page-heap lock.
@@ -83,39 +117,144 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     chunks: ptr::null_mut(),
     in_use: 0,
     dirty_free: 0,
-    next_tick: 0,
+    lazy_free: 0,
+    next_purge: 0,
+    next_decommit: 0,
+    peak_cur: 0,
+    peak_prev: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
-/// Bytes of free pages still holding memory.
+/// Bytes of free pages still holding memory as far as the allocator knows: dirty ones and
+/// those advised with `MADV_FREE` that the kernel has not taken (or has: it does not say).
 pub(crate) static DIRTY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of free pages returned to the OS so far.
+/// Of [`DIRTY_FREE_BYTES`], the bytes advised with `MADV_FREE`.
+pub(crate) static LAZY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of free pages returned to the OS (`MADV_DONTNEED`) so far.
 pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+// ---------------------------------------------------------------------------------------------
+// The page-return policy
+// ---------------------------------------------------------------------------------------------
+//
+// A page freed by the program stays *dirty* (resident, no system call) while it is young; once
+// it stayed free for a whole purge period it is advised with `MADV_FREE` (*lazy*: still
+// resident and free to reuse without a fault, but the kernel may take it under memory
+// pressure); once it stayed lazy for a whole decommit period it goes back with
+// `MADV_DONTNEED` (*clean*: not resident, reads zero, faults when touched again). Two bounds
+// override the clock:
+//
+// - the *lasting* bound, kept resident for good: 256 KiB or an eighth of the pages in use;
+// - the *recent-peak* bound: free memory never stays resident beyond what the program's recent
+//   peak (the highest pages in use of the current and the previous decommit window) accounts
+//   for, so the resident total stays at or under that peak however fragmented the free pages
+//   are. Past it, free pages go back with `MADV_DONTNEED` at once, lazy ones first.
+//
+// So a program that builds and drops a large structure and builds it again reuses the same
+// resident pages (no fault, no system call), and a program whose heap shrank for good gives the
+// memory back within one or two decommit periods of page-heap activity. There is no background
+// thread: the clock is read on the page heap's own operations (a span or a medium object taken
+// or given back), so a program that stops allocating keeps its free pages until it allocates
+// again or calls `collect()`, which returns them all at once.
 
 /// Free pages kept resident whatever the heap's size: 256 KiB.
 const RETAIN_MIN_PAGES: usize = (256 << 10) / PAGE_SIZE;
 
 /// Free pages kept resident for good: 256 KiB or an eighth of the pages in use, whichever is
-/// more. Past that, free pages that stayed free for a whole tick ([`TICK_NS`]) go back to the OS
-/// (down to half the bound, so the cost of scanning is spread over many frees); pages freed and
-/// reused within a tick never do, so a program that frees and allocates spans of different
-/// classes in turn does not fault its pages in again and again.
+/// more. Past that, pages that stayed free for a purge period are advised, down to half the
+/// bound (so the cost of scanning is spread over many frees).
 fn retain_limit(in_use: usize) -> usize {
     RETAIN_MIN_PAGES.max(in_use / 8)
 }
 
-/// Free pages kept resident at most, however young: 8 MiB or half the pages in use, whichever
-/// is more. Past that, free pages go back to the OS at once, down to half of [`retain_limit`].
-fn pressure_limit(in_use: usize) -> usize {
-    ((8 << 20) / PAGE_SIZE).max(in_use / 2)
+/// Default of [`PagePolicy::purge_delay_ms`].
+pub(crate) const DEFAULT_PURGE_DELAY_MS: u64 = 100;
+/// Default of [`PagePolicy::decommit_delay_ms`].
+pub(crate) const DEFAULT_DECOMMIT_DELAY_MS: u64 = 1000;
+
+/// Chunks mapped while the heap is smaller than this are never backed with huge pages.
+const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
+
+/// How the page heap gives free memory back to the OS, and whether it asks for huge pages.
+///
+/// Read once from the environment (`SPECALLOC_PURGE_DELAY_MS`, `SPECALLOC_DECOMMIT_DELAY_MS`,
+/// `SPECALLOC_HUGE_PAGES`) at the first page-heap operation; [`set_page_policy`] overrides it.
+///
+/// ```
+/// let p = specalloc_runtime::page_policy();
+/// assert_eq!(p, specalloc_runtime::PagePolicy::default());
+/// // Give freed memory back sooner: advise after 10 ms, return after 100 ms.
+/// specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+///     purge_delay_ms: 10,
+///     decommit_delay_ms: 100,
+///     ..p
+/// });
+/// specalloc_runtime::set_page_policy(p);
+/// ```
+///
+/// [`set_page_policy`]: crate::set_page_policy
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagePolicy {
+    /// How long a free page stays dirty (resident, no system call) before it is advised with
+    /// `MADV_FREE`, in milliseconds (it happens between one and two periods after the free, on
+    /// a page-heap operation). 0: at once. Default 100.
+    pub purge_delay_ms: u64,
+    /// How long a page advised with `MADV_FREE` stays so before it goes back with
+    /// `MADV_DONTNEED` (and leaves the RSS), in milliseconds; also the window of the recent
+    /// peak that bounds the free memory kept. 0: free pages go back with `MADV_DONTNEED`
+    /// directly, never `MADV_FREE`. Default 1000.
+    pub decommit_delay_ms: u64,
+    /// Ask for transparent huge pages (`MADV_HUGEPAGE`) for chunks mapped once the heap is
+    /// over 64 MiB. Off by default: below 64 MiB chunks are marked `MADV_NOHUGEPAGE`, above
+    /// they follow the system's setting.
+    pub huge_pages: bool,
 }
 
-/// The page heap's tick: free pages older than this may go back to the OS.
-pub(crate) const TICK_NS: u64 = 5_000_000;
+impl Default for PagePolicy {
+    fn default() -> Self {
+        PagePolicy {
+            purge_delay_ms: DEFAULT_PURGE_DELAY_MS,
+            decommit_delay_ms: DEFAULT_DECOMMIT_DELAY_MS,
+            huge_pages: false,
+        }
+    }
+}
 
-/// Chunks mapped while the heap is smaller than this ask the OS not to back them with huge
-/// pages, so a small program never faults 2 MiB pages for its first allocations.
-const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
+/// The policy's fields; `u64::MAX` in `PURGE_MS` until first read.
+static PURGE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+static DECOMMIT_MS: AtomicU64 = AtomicU64::new(DEFAULT_DECOMMIT_DELAY_MS);
+static HUGE: AtomicBool = AtomicBool::new(false);
+
+/// The policy in force (read from the environment the first time).
+pub(crate) fn policy() -> PagePolicy {
+    let purge = PURGE_MS.load(Ordering::Relaxed);
+    if purge != u64::MAX {
+        return PagePolicy {
+            purge_delay_ms: purge,
+            decommit_delay_ms: DECOMMIT_MS.load(Ordering::Relaxed),
+            huge_pages: HUGE.load(Ordering::Relaxed),
+        };
+    }
+    let env = |name: &core::ffi::CStr, default: u64| {
+        os::env_usize(name).map_or(default, |v| (v as u64).min(u64::MAX - 1))
+    };
+    let p = PagePolicy {
+        purge_delay_ms: env(c"SPECALLOC_PURGE_DELAY_MS", DEFAULT_PURGE_DELAY_MS),
+        decommit_delay_ms: env(c"SPECALLOC_DECOMMIT_DELAY_MS", DEFAULT_DECOMMIT_DELAY_MS),
+        huge_pages: env(c"SPECALLOC_HUGE_PAGES", 0) != 0,
+    };
+    set_policy(p);
+    p
+}
+
+/// Sets the policy (see [`crate::set_page_policy`]).
+pub(crate) fn set_policy(p: PagePolicy) {
+    DECOMMIT_MS.store(p.decommit_delay_ms, Ordering::Relaxed);
+    HUGE.store(p.huge_pages, Ordering::Relaxed);
+    PURGE_MS.store(p.purge_delay_ms.min(u64::MAX - 1), Ordering::Relaxed);
+}
+
+const MS: u64 = 1_000_000;
 
 #[inline]
 fn bit(words: &[Cell<u64>; WORDS], i: usize) -> bool {
@@ -136,6 +275,12 @@ fn all_clear(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> bool {
 
 fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
     (start..start + n).filter(|&i| bit(words, i)).count()
+}
+
+fn clear_all(words: &[Cell<u64>; WORDS]) {
+    for w in words {
+        w.set(0);
+    }
 }
 
 /// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`).
@@ -173,6 +318,7 @@ fn find_run(c: &Chunk, n: usize, dirty_only: bool) -> Option<usize> {
 
 fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
+    let huge = policy().huge_pages;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
     #[cfg(feature = "checked")]
     let Some(side) = crate::side::new_side() else {
@@ -189,6 +335,9 @@ fn new_chunk() -> Option<*mut Chunk> {
     if small_heap {
         // SAFETY: the chunk was just mapped by us.
         unsafe { os::no_huge_pages(base.cast(), CHUNK_SIZE) };
+    } else if huge {
+        // SAFETY: as above; chunks are aligned to their size, a multiple of 2 MiB.
+        unsafe { os::huge_pages(base.cast(), CHUNK_SIZE) };
     }
     // SAFETY: fresh zeroed memory large enough for the header; all-zero is a valid header.
     let c = unsafe { &*base };
@@ -201,7 +350,8 @@ fn new_chunk() -> Option<*mut Chunk> {
 pub(crate) struct PageRun {
     /// The descriptor; its `start` and `npages` are set, its other fields are stale.
     pub(crate) span: *mut Span,
-    /// The pages had never been written (they read zero).
+    /// The pages had never been written, or were returned with `MADV_DONTNEED` (they read
+    /// zero). Pages advised with `MADV_FREE` do not count: they read zero or their old data.
     pub(crate) zero: bool,
 }
 
@@ -211,9 +361,9 @@ pub(crate) struct PageRun {
 pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     let mut ph = PAGE_HEAP.lock();
-    // Free pages that still hold memory first: taking them costs no page fault and no new
-    // resident memory (free pages are kept resident for a while, see `free_pages`).
-    if ph.dirty_free >= npages {
+    // Free pages that still hold memory first (dirty or lazy): taking them costs no page fault
+    // and no new resident memory (see the policy above).
+    if ph.dirty_free + ph.lazy_free >= npages {
         let mut c = ph.chunks;
         while !c.is_null() {
             // SAFETY: every chunk on the list is a live header, protected by the lock.
@@ -273,12 +423,22 @@ fn take_run(
     set_range(&cr.free_bits, first, npages, false);
     cr.free_pages.set(cr.free_pages.get() - npages);
     let dirty = count_set(&cr.dirty_bits, first, npages);
+    let lazy = count_set(&cr.lazy_bits, first, npages);
     let zero = dirty == 0;
     set_range(&cr.dirty_bits, first, npages, true);
-    ph.dirty_free -= dirty;
+    if lazy > 0 {
+        set_range(&cr.lazy_bits, first, npages, false);
+    }
+    ph.dirty_free -= dirty - lazy;
+    ph.lazy_free -= lazy;
     ph.in_use += npages;
-    IN_USE_BYTES.store(ph.in_use * PAGE_SIZE, Ordering::Relaxed);
-    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+    ph.peak_cur = ph.peak_cur.max(ph.in_use);
+    // Taking clean pages while free ones hold memory (they were too fragmented for this run)
+    // may push the resident total past the recent peak.
+    if ph.dirty_free + ph.lazy_free > 0 {
+        maintain(&mut ph);
+    }
+    ph.publish();
     crate::stats::note_in_use();
     let span = &cr.spans[first] as *const Span as *mut Span;
     for p in first..first + npages {
@@ -317,79 +477,179 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     set_range(&cr.free_bits, first, n, true);
     cr.free_pages.set(cr.free_pages.get() + n);
     set_range(&cr.young_bits, first, n, true);
-    // Every page of a span was marked dirty when it was handed out.
+    // Every page of a span was marked dirty (and not lazy) when it was handed out.
     ph.dirty_free += n;
     ph.in_use -= n;
-    let limit = retain_limit(ph.in_use);
-    if ph.dirty_free > pressure_limit(ph.in_use) {
-        scavenge(&mut ph, limit / 2, true);
-    } else if ph.dirty_free > limit {
-        let now = os::monotonic_ns();
-        if ph.next_tick == 0 {
-            ph.next_tick = now + TICK_NS;
-        } else if now >= ph.next_tick {
-            // Pages free since before the last tick go first; then every free page ages.
-            scavenge(&mut ph, limit / 2, false);
-            age_free_pages(&ph);
-            ph.next_tick = now + TICK_NS;
-        }
-    }
-    IN_USE_BYTES.store(ph.in_use * PAGE_SIZE, Ordering::Relaxed);
-    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+    maintain(&mut ph);
+    ph.publish();
 }
 
-/// Clears every chunk's young bits: the pages free now count as free since before this tick.
-fn age_free_pages(ph: &PageHeap) {
+/// The page-return policy's work after a page-heap operation (see the module's policy notes):
+/// the recent-peak bound at once, then the purge and decommit ticks when they are due.
+fn maintain(ph: &mut PageHeap) {
+    let lasting = retain_limit(ph.in_use);
+    let p = policy();
+    // The recent-peak bound: free memory the program's recent peak does not account for goes
+    // back at once, lazy pages first (the kernel may have taken some of them already).
+    let bound = lasting.max(ph.recent_peak() - ph.in_use);
+    if ph.dirty_free + ph.lazy_free > bound {
+        let target = bound;
+        sweep(
+            ph,
+            Step::Decommit,
+            |c, w| c.free_bits[w].get() & c.lazy_bits[w].get(),
+            |ph| ph.dirty_free + ph.lazy_free <= target,
+        );
+        sweep(
+            ph,
+            Step::Decommit,
+            |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
+            |ph| ph.dirty_free + ph.lazy_free <= target,
+        );
+    }
+    let now = os::monotonic_ns();
+    // (Ticks armed under longer delays than the ones now set come due by the new delays.)
+    ph.next_purge = ph.next_purge.min(now + p.purge_delay_ms * MS);
+    ph.next_decommit = ph.next_decommit.min(now + p.decommit_delay_ms * MS);
+    // Dirty pages past the lasting bound that stayed free for a whole purge period are
+    // advised (`MADV_FREE`, or `MADV_DONTNEED` straight away with no decommit delay).
+    if ph.dirty_free > lasting {
+        let step = if p.decommit_delay_ms == 0 {
+            Step::Decommit
+        } else {
+            Step::Purge
+        };
+        if p.purge_delay_ms == 0 {
+            sweep(
+                ph,
+                step,
+                |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
+                |ph| ph.dirty_free <= lasting / 2,
+            );
+        } else if ph.next_purge == 0 {
+            ph.next_purge = now + p.purge_delay_ms * MS;
+        } else if now >= ph.next_purge {
+            // Pages free since before the last tick go; then every free page ages.
+            sweep(
+                ph,
+                step,
+                |c, w| {
+                    c.free_bits[w].get()
+                        & c.dirty_bits[w].get()
+                        & !c.lazy_bits[w].get()
+                        & !c.young_bits[w].get()
+                },
+                |ph| ph.dirty_free <= lasting / 2,
+            );
+            for_each_chunk(ph, |c| clear_all(&c.young_bits));
+            ph.next_purge = now + p.purge_delay_ms * MS;
+        }
+    }
+    // Every decommit period: pages lazy since before the last one go back, and the window of
+    // the recent peak moves on.
+    if ph.next_decommit == 0 {
+        ph.next_decommit = now + p.decommit_delay_ms * MS;
+    } else if now >= ph.next_decommit {
+        if ph.lazy_free > 0 {
+            sweep(
+                ph,
+                Step::Decommit,
+                |c, w| c.free_bits[w].get() & c.lazy_bits[w].get() & !c.lazy_young_bits[w].get(),
+                |ph| ph.lazy_free == 0,
+            );
+        }
+        for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
+        ph.peak_prev = ph.peak_cur;
+        ph.peak_cur = ph.in_use;
+        ph.next_decommit = now + p.decommit_delay_ms * MS;
+    }
+}
+
+fn for_each_chunk(ph: &PageHeap, mut f: impl FnMut(&Chunk)) {
     let mut c = ph.chunks;
     while !c.is_null() {
         // SAFETY: chunks on the list are live; the caller holds the lock.
         let cr = unsafe { &*c };
-        for w in &cr.young_bits {
-            w.set(0);
+        f(cr);
+        c = cr.next.get();
+    }
+}
+
+/// What [`sweep`] does to a run of free pages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Dirty → lazy: `madvise(MADV_FREE)` (`MADV_DONTNEED` where the kernel lacks it).
+    Purge,
+    /// Dirty or lazy → clean: `madvise(MADV_DONTNEED)`; the pages read zero afterwards.
+    Decommit,
+}
+
+/// Applies `step` to the runs of pages that `select` picks (given a chunk and a word index, a
+/// word of page bits: a subset of the free pages that hold memory, all of them dirty for
+/// [`Step::Purge`]), chunk by chunk, until `done`.
+fn sweep(
+    ph: &mut PageHeap,
+    step: Step,
+    select: impl Fn(&Chunk, usize) -> u64,
+    done: impl Fn(&PageHeap) -> bool,
+) {
+    let mut c = ph.chunks;
+    while !c.is_null() && !done(ph) {
+        // SAFETY: chunks on the list are live; the caller holds the lock.
+        let cr = unsafe { &*c };
+        let mut i = HEADER_PAGES;
+        while i < PAGES_PER_CHUNK && !done(ph) {
+            let w = select(cr, i / 64) >> (i % 64);
+            if w == 0 {
+                i = (i / 64 + 1) * 64;
+                continue;
+            }
+            i += w.trailing_zeros() as usize;
+            // The run: the selected pages from `i` on, across word boundaries.
+            let start = i;
+            loop {
+                let ones = (!(select(cr, i / 64) >> (i % 64))).trailing_zeros() as usize;
+                let ones = ones.min(64 - i % 64);
+                i += ones;
+                if ones == 0 || !i.is_multiple_of(64) || i == PAGES_PER_CHUNK {
+                    break;
+                }
+            }
+            advise_run(ph, c, start, i - start, step);
         }
         c = cr.next.get();
     }
 }
 
-/// Returns free pages to the OS until at most `target` free pages hold memory; `young`: pages
-/// freed since the last tick may go too.
-fn scavenge(ph: &mut PageHeap, target: usize, young: bool) {
-    let mut c = ph.chunks;
-    while !c.is_null() && ph.dirty_free > target {
-        // SAFETY: chunks on the list are live; the caller holds the lock.
-        let cr = unsafe { &*c };
-        // Whether page `i` may go now: free, holding memory, and old enough.
-        let may_go = |i: usize| {
-            bit(&cr.free_bits, i) && bit(&cr.dirty_bits, i) && (young || !bit(&cr.young_bits, i))
-        };
-        let mut i = HEADER_PAGES;
-        while i < PAGES_PER_CHUNK && ph.dirty_free > target {
-            let mut w = cr.free_bits[i / 64].get() & cr.dirty_bits[i / 64].get();
-            if !young {
-                w &= !cr.young_bits[i / 64].get();
-            }
-            if w >> (i % 64) == 0 {
-                i = (i / 64 + 1) * 64;
-                continue;
-            }
-            if !may_go(i) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < PAGES_PER_CHUNK && may_go(i) {
-                i += 1;
-            }
-            let n = i - start;
-            let addr = (c as usize + start * PAGE_SIZE) as *mut u8;
-            // SAFETY: the run is free pages of a live chunk; nothing holds them.
-            if unsafe { os::decommit(addr, n * PAGE_SIZE) } {
-                set_range(&cr.dirty_bits, start, n, false);
-                ph.dirty_free -= n;
-                RETURNED_BYTES.fetch_add((n * PAGE_SIZE) as u64, Ordering::Relaxed);
-            }
+/// Whether `MADV_FREE` was refused once (a kernel without it): purges decommit instead.
+static NO_LAZY_FREE: AtomicBool = AtomicBool::new(false);
+
+/// Advises the `n` free pages at page `start` of `chunk` (see [`sweep`]) and updates the bits
+/// and counters.
+fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step: Step) {
+    // SAFETY: a live chunk; the caller holds the lock.
+    let cr = unsafe { &*chunk };
+    let addr = (chunk as usize + start * PAGE_SIZE) as *mut u8;
+    let len = n * PAGE_SIZE;
+    if step == Step::Purge && !NO_LAZY_FREE.load(Ordering::Relaxed) {
+        // SAFETY: the run is free pages of a live chunk; nothing holds them.
+        if unsafe { os::lazy_free(addr, len) } {
+            set_range(&cr.lazy_bits, start, n, true);
+            set_range(&cr.lazy_young_bits, start, n, true);
+            ph.dirty_free -= n;
+            ph.lazy_free += n;
+            return;
         }
-        c = cr.next.get();
+        NO_LAZY_FREE.store(true, Ordering::Relaxed);
+    }
+    let lazy = count_set(&cr.lazy_bits, start, n);
+    // SAFETY: as above.
+    if unsafe { os::decommit(addr, len) } {
+        set_range(&cr.dirty_bits, start, n, false);
+        set_range(&cr.lazy_bits, start, n, false);
+        ph.lazy_free -= lazy;
+        ph.dirty_free -= n - lazy;
+        RETURNED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
     }
 }
 
@@ -397,8 +657,13 @@ fn scavenge(ph: &mut PageHeap, target: usize, young: bool) {
 /// `collect()`; [`RETURNED_BYTES`] counts them.
 pub(crate) fn return_free_pages() {
     let mut ph = PAGE_HEAP.lock();
-    scavenge(&mut ph, 0, true);
-    DIRTY_FREE_BYTES.store(ph.dirty_free * PAGE_SIZE, Ordering::Relaxed);
+    sweep(
+        &mut ph,
+        Step::Decommit,
+        |c, w| c.free_bits[w].get() & c.dirty_bits[w].get(),
+        |ph| ph.dirty_free + ph.lazy_free == 0,
+    );
+    ph.publish();
 }
 
 /// Page-heap totals: (chunks, free pages).

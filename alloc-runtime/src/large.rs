@@ -56,11 +56,19 @@ struct HugeHeader {
 // The cache of freed huge mappings
 // ---------------------------------------------------------------------------------------------
 //
-// A freed huge mapping is kept for reuse only while the cache stays within a fraction (a quarter
-// by default) of the bytes in use, or 4 MiB ([`CACHE_FLOOR`]) if that is more, checked whenever a
-// large object is freed or a huge one is allocated: a small program caches a few MiB, a large
-// one keeps its reuse. A kept mapping is
-// reused by a huge allocation that fits it with at most a quarter to spare.
+// A freed huge mapping is kept for reuse while the cache stays within the larger of three
+// bounds, checked whenever a large object is freed or a huge one is allocated:
+//
+// - a fraction (a quarter by default) of the bytes in use, for good;
+// - 4 MiB ([`CACHE_FLOOR`]), so a small program that frees and allocates a buffer of a few MiB
+//   in turn reuses its mapping;
+// - what the recent peak of the bytes in use accounts for (the highest of the current and the
+//   previous window of the page policy's decommit delay, `PagePolicy::decommit_delay_ms`), so a
+//   program that drops its large buffers and grows them again reuses their resident pages
+//   instead of faulting fresh ones in; past the window, the mappings go back to the OS.
+//
+// A kept mapping is reused by a huge allocation that fits it with at most as much to spare as it
+// asks for (the smallest such mapping), and a huge object grows in place within its mapping.
 
 const CACHE_SLOTS: usize = 16;
 
@@ -68,11 +76,20 @@ struct HugeCache {
     /// (mapping start, mapping length), oldest first.
     entries: [(usize, usize); CACHE_SLOTS],
     len: usize,
+    /// Highest bytes in use of the current window.
+    peak_cur: usize,
+    /// Highest bytes in use of the previous window.
+    peak_prev: usize,
+    /// When the window moves on (monotonic ns; 0 until the first check).
+    next_window: u64,
 }
 
 static CACHE: SpinLock<HugeCache> = SpinLock::new(HugeCache {
     entries: [(0, 0); CACHE_SLOTS],
     len: 0,
+    peak_cur: 0,
+    peak_prev: 0,
+    next_window: 0,
 });
 
 /// Bytes of mappings in the cache.
@@ -107,12 +124,26 @@ fn cache_percent() -> usize {
 /// and faulting it in each time.
 pub const CACHE_FLOOR: usize = 4 << 20;
 
-/// The cache's bound now.
-fn cache_limit() -> usize {
+/// The cache's bound now (see the notes above); moves the recent-peak window on when due.
+fn cache_limit(c: &mut HugeCache) -> usize {
     let in_use = IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed);
     let percent = cache_percent();
-    let floor = if percent == 0 { 0 } else { CACHE_FLOOR };
-    let limit = (in_use / 100 * percent).max(floor);
+    if percent == 0 {
+        CACHE_LIMIT.store(0, Ordering::Relaxed);
+        return 0;
+    }
+    c.peak_cur = c.peak_cur.max(in_use);
+    let now = os::monotonic_ns();
+    let window = chunk::policy().decommit_delay_ms * 1_000_000;
+    // (A window armed under a longer delay than the one now set ends by the new delay.)
+    c.next_window = c.next_window.min(now + window);
+    if now >= c.next_window {
+        c.peak_prev = if c.next_window == 0 { 0 } else { c.peak_cur };
+        c.peak_cur = in_use;
+        c.next_window = now + window;
+    }
+    let recent = c.peak_cur.max(c.peak_prev).saturating_sub(in_use);
+    let limit = (in_use / 100 * percent).max(CACHE_FLOOR).max(recent);
     CACHE_LIMIT.store(limit, Ordering::Relaxed);
     limit
 }
@@ -147,11 +178,11 @@ fn unmap_all(list: &[(usize, usize)]) {
 
 /// Keeps a freed huge mapping if the bound allows, else unmaps it. Trims the cache to the bound.
 fn cache_put(base: usize, len: usize) {
-    let limit = cache_limit();
     let mut evicted = [(0, 0); CACHE_SLOTS];
-    let keep = len <= limit;
-    let n = {
+    let (n, keep) = {
         let mut c = CACHE.lock();
+        let limit = cache_limit(&mut c);
+        let keep = len <= limit;
         let n = evict(&mut c, limit, if keep { len } else { 0 }, &mut evicted);
         if keep {
             let i = c.len;
@@ -159,7 +190,7 @@ fn cache_put(base: usize, len: usize) {
             c.len += 1;
             CACHE_BYTES.fetch_add(len, Ordering::Relaxed);
         }
-        n
+        (n, keep)
     };
     unmap_all(&evicted[..n]);
     if !keep {
@@ -173,9 +204,12 @@ fn cache_trim() {
     if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let limit = cache_limit();
     let mut evicted = [(0, 0); CACHE_SLOTS];
-    let n = evict(&mut CACHE.lock(), limit, 0, &mut evicted);
+    let n = {
+        let mut c = CACHE.lock();
+        let limit = cache_limit(&mut c);
+        evict(&mut c, limit, 0, &mut evicted)
+    };
     unmap_all(&evicted[..n]);
 }
 
@@ -194,22 +228,35 @@ pub(crate) fn release_cache() -> usize {
     evicted[..n].iter().map(|&(_, len)| len).sum()
 }
 
-/// Takes a cached mapping of `need` to `need + need / 4` bytes.
+/// The index of the smallest cached mapping of `need` to `2 × need` bytes.
+fn cache_fit(c: &HugeCache, need: usize) -> Option<usize> {
+    (0..c.len)
+        .filter(|&i| {
+            let len = c.entries[i].1;
+            len >= need && len - need <= need
+        })
+        .min_by_key(|&i| c.entries[i].1)
+}
+
+/// Takes the smallest cached mapping of `need` to `2 × need` bytes.
 fn cache_take(need: usize) -> Option<(usize, usize)> {
     if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
         return None;
     }
     let mut c = CACHE.lock();
-    let i = (0..c.len).find(|&i| {
-        let len = c.entries[i].1;
-        len >= need && len - need <= need / 4
-    })?;
+    let i = cache_fit(&c, need)?;
     let e = c.entries[i];
     let len = c.len;
     c.entries.copy_within(i + 1..len, i);
     c.len -= 1;
     CACHE_BYTES.fetch_sub(e.1, Ordering::Relaxed);
     Some(e)
+}
+
+/// Whether the cache holds a mapping [`cache_take`] would hand out for `need` bytes (another
+/// thread may take it first).
+fn cache_has(need: usize) -> bool {
+    CACHE_BYTES.load(Ordering::Relaxed) != 0 && cache_fit(&CACHE.lock(), need).is_some()
 }
 
 /// Allocates a large object. Null when the size is impossible or the OS refuses.
@@ -386,10 +433,17 @@ pub(crate) unsafe fn realloc_large(
         .max(1)
         .checked_next_multiple_of(OS_PAGE)?
         .checked_add(OS_PAGE)?;
-    if new_len == h.len {
+    if new_len <= h.len && new_len >= h.len / 2 {
+        // Within the mapping (it may be larger than the object: a reused cached mapping), and
+        // not so much smaller that the rest should go back.
         // SAFETY: the header page is ours.
         unsafe { (*((p as usize - OS_PAGE) as *mut HugeHeader)).size = new };
         return Some(p);
+    }
+    if new_len > h.len && cache_has(new_len) {
+        // A freed mapping of the new size is resident: moving into it (the caller allocates,
+        // copies and frees) costs a copy, where growing this one would fault fresh pages in.
+        return None;
     }
     // SAFETY: the mapping [base, base + len) is this object's own.
     let m = unsafe { os::remap(h.base as *mut u8, h.len, new_len) }?.as_ptr() as usize;

@@ -410,6 +410,41 @@ pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
 }
 
+pub use chunk::PagePolicy;
+
+/// The page-return policy in force: how long free pages stay resident before they are advised
+/// with `MADV_FREE` and then returned with `MADV_DONTNEED`, and whether chunks of a large heap
+/// ask for huge pages (see [`PagePolicy`]).
+///
+/// ```
+/// let p = specalloc_runtime::page_policy();
+/// assert!(p.decommit_delay_ms > 0 || std::env::var_os("SPECALLOC_DECOMMIT_DELAY_MS").is_some());
+/// ```
+pub fn page_policy() -> PagePolicy {
+    chunk::policy()
+}
+
+/// Sets the page-return policy, overriding the environment variables
+/// `SPECALLOC_PURGE_DELAY_MS`, `SPECALLOC_DECOMMIT_DELAY_MS` and `SPECALLOC_HUGE_PAGES`. Takes
+/// effect at the next page-heap operation (`huge_pages`: for chunks mapped from then on).
+///
+/// The trade-off: longer delays keep freed memory resident (it counts in the RSS) so that a
+/// program that frees and allocates again reuses it without page faults; shorter ones give it
+/// back sooner and fault it in again when it is reused. Zero delays return free pages at once,
+/// as a strict-RSS setting. Whatever the delays, free memory never stays resident beyond the
+/// program's recent peak, and [`collect()`] returns it all at once.
+///
+/// ```
+/// use specalloc_runtime::{page_policy, set_page_policy, PagePolicy};
+/// let saved = page_policy();
+/// set_page_policy(PagePolicy { purge_delay_ms: 0, decommit_delay_ms: 0, huge_pages: false });
+/// assert_eq!(page_policy().decommit_delay_ms, 0);
+/// set_page_policy(saved);
+/// ```
+pub fn set_page_policy(policy: PagePolicy) {
+    chunk::set_policy(policy);
+}
+
 /// What [`collect()`] gave back, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Collected {

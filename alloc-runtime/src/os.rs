@@ -134,6 +134,28 @@ pub(crate) unsafe fn decommit(ptr: *mut u8, size: usize) -> bool {
     unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) == 0 }
 }
 
+/// Tells the OS that `[ptr, ptr + size)` may be taken back lazily (`MADV_FREE`): the pages stay
+/// resident and keep their contents until the kernel needs memory, when it drops them (they then
+/// read zero). Writing a page before that keeps it, with no fault. Returns whether the advice was
+/// taken (`false` on kernels before 4.5, which lack it).
+///
+/// # Safety
+/// As for [`decommit`].
+pub(crate) unsafe fn lazy_free(ptr: *mut u8, size: usize) -> bool {
+    // SAFETY: the caller guarantees the range is ours and holds nothing live; MADV_FREE on a
+    // private anonymous mapping only lets the kernel discard contents.
+    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_FREE) == 0 }
+}
+
+/// Asks the OS to back `[ptr, ptr + size)` with transparent huge pages where it can.
+///
+/// # Safety
+/// The range must be page-aligned and inside one of our mappings.
+pub(crate) unsafe fn huge_pages(ptr: *mut u8, size: usize) {
+    // SAFETY: advice on our own mapping; failure (e.g. THP disabled) is harmless.
+    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_HUGEPAGE) };
+}
+
 /// Asks the OS not to back `[ptr, ptr + size)` with transparent huge pages.
 ///
 /// # Safety

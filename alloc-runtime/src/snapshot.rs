@@ -94,9 +94,15 @@ pub struct Stats {
     pub pages_in_use: usize,
     /// Highest `pages_in_use` seen so far.
     pub peak_in_use: usize,
-    /// Bytes of free pages still resident, kept for reuse (at most 256 KiB or an eighth of
-    /// `pages_in_use`, whichever is more).
+    /// Bytes of free pages still resident, kept for reuse: dirty ones, and those advised with
+    /// `MADV_FREE` ([`Stats::free_lazy`]), which the kernel may take at any time. At most
+    /// what the recent peak of `pages_in_use` accounts for, and after the page-return delays
+    /// (see `PagePolicy`) at most 256 KiB or an eighth of `pages_in_use`, whichever is more.
     pub free_resident: usize,
+    /// Of [`Stats::free_resident`], the bytes advised with `MADV_FREE`: they count in the
+    /// process's RSS until the kernel takes them (under memory pressure) or they are returned
+    /// with `MADV_DONTNEED` after the decommit delay.
+    pub free_lazy: usize,
     /// Bytes of freed pages returned to the OS so far (`madvise`).
     pub returned_to_os: u64,
     /// Bytes of freed huge mappings kept in the cache for reuse.
@@ -158,6 +164,7 @@ pub fn stats() -> Stats {
             + crate::stats::HUGE_BYTES.load(Ordering::Relaxed),
         peak_in_use: PEAK_IN_USE.load(Ordering::Relaxed),
         free_resident: crate::chunk::DIRTY_FREE_BYTES.load(Ordering::Relaxed),
+        free_lazy: crate::chunk::LAZY_FREE_BYTES.load(Ordering::Relaxed),
         returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),
         large_cache_bytes: crate::large::CACHE_BYTES.load(Ordering::Relaxed),
         large_cache_limit: crate::large::CACHE_LIMIT.load(Ordering::Relaxed),
@@ -273,10 +280,11 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "pages in use {} (peak {}), free resident {}, returned to OS {}, large cache {} (limit {})",
+            "pages in use {} (peak {}), free resident {} ({} MADV_FREE), returned to OS {}, large cache {} (limit {})",
             b(self.pages_in_use),
             b(self.peak_in_use),
             b(self.free_resident),
+            b(self.free_lazy),
             Bytes(self.returned_to_os),
             b(self.large_cache_bytes),
             b(self.large_cache_limit)

@@ -1,6 +1,7 @@
-//! Memory given back: free pages return to the OS past a bound (at once under pressure, else
-//! once they stayed free for a tick), the huge-mapping cache stays under its cap, and memory the
-//! OS took back reads zero when reused. One test function, so no
+//! Memory given back: freed pages stay resident for reuse (no new faults on a rebuild) but never
+//! beyond the recent peak, are advised with `MADV_FREE` after the purge delay and returned with
+//! `MADV_DONTNEED` after the decommit delay (at once with zero delays), the huge-mapping cache
+//! stays under its cap, and memory the OS took back (or may have) reads zero when reused. One test function, so no
 //! other test of this binary disturbs the process-wide figures.
 
 use std::alloc::Layout;
@@ -17,79 +18,169 @@ fn rss() -> usize {
     pages * 4096
 }
 
-fn free_pages_return_to_the_os() {
-    let before = stats();
-    let rss0 = rss();
-    // 64 MiB of 1 KiB blocks, each written.
+/// Minor page faults of this process so far (`getrusage`).
+fn minor_faults() -> i64 {
+    // SAFETY: `ru` is a valid out-pointer for getrusage.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
+        ru.ru_minflt
+    }
+}
+
+/// 64 MiB of 1 KiB blocks, each written with `fill`.
+fn build(fill: u8) -> Vec<*mut u8> {
     let layout = Layout::from_size_align(1024, 8).unwrap();
-    let blocks: Vec<*mut u8> = (0..65536)
-        .map(|i| {
+    (0..65536)
+        .map(|_| {
             let p = specalloc_runtime::alloc(layout);
             assert!(!p.is_null());
             // SAFETY: a live 1 KiB block.
-            unsafe { p.write_bytes(i as u8 | 1, 1024) };
+            unsafe { p.write_bytes(fill, 1024) };
             p
         })
-        .collect();
+        .collect()
+}
+
+fn drop_blocks(blocks: Vec<*mut u8>) {
+    let layout = Layout::from_size_align(1024, 8).unwrap();
+    for p in blocks {
+        // SAFETY: allocated by `build` with `layout`, freed once.
+        unsafe { specalloc_runtime::dealloc(p, layout) };
+    }
+}
+
+/// Ticks the page heap (a medium object's pages taken and given back) every 10 ms until
+/// `done`, for at most 2 s; returns whether `done` was reached.
+fn tick_until(done: impl Fn(&specalloc_runtime::Stats) -> bool) -> bool {
+    let medium = Layout::from_size_align(256 << 10, 8).unwrap();
+    for _ in 0..200 {
+        if done(&stats()) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let p = specalloc_runtime::alloc(medium);
+        assert!(!p.is_null());
+        // SAFETY: allocated above with `medium`, freed once.
+        unsafe { specalloc_runtime::dealloc(p, medium) };
+    }
+    done(&stats())
+}
+
+/// Lasting bound of free resident memory: 256 KiB or an eighth of the pages in use (plus a
+/// span's pages of slack: the check runs before the last free's pages are counted).
+fn lasting(s: &specalloc_runtime::Stats) -> usize {
+    (256usize << 10).max(s.pages_in_use / 8) + (256 << 10)
+}
+
+fn free_pages_return_to_the_os() {
+    let saved = specalloc_runtime::page_policy();
+    // Short delays, so the test sees every stage within its 2 s ticks.
+    specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+        purge_delay_ms: 20,
+        decommit_delay_ms: 200,
+        ..saved
+    });
+    let before = stats();
+    let rss0 = rss();
+    let blocks = build(0xa5);
     let peak = stats();
     assert!(peak.peak_in_use >= 64 << 20, "peak {}", peak.peak_in_use);
     let rss_peak = rss();
-    for p in blocks {
-        // SAFETY: allocated above with `layout`, freed once.
-        unsafe { specalloc_runtime::dealloc(p, layout) };
-    }
+    drop_blocks(blocks);
+    // At once, the freed pages stay resident for reuse, but never beyond what the peak
+    // accounts for: in use + free resident <= the recent peak (plus the lasting bound).
     let after = stats();
-    assert!(after.returned_to_os > before.returned_to_os + (32 << 20));
-    // At once, what stays resident of the freed pages is bounded by the pressure bound: 8 MiB or
-    // half of what is in use.
     assert!(
-        after.free_resident <= (8 << 20usize).max(after.pages_in_use / 2),
-        "free resident {} with {} in use",
+        after.pages_in_use + after.free_resident <= peak.peak_in_use + lasting(&after),
+        "free resident {} with {} in use, peak {}",
         after.free_resident,
-        after.pages_in_use
+        after.pages_in_use,
+        peak.peak_in_use
     );
+    // After the purge delay they are advised with MADV_FREE (still counted resident) ...
+    assert!(
+        tick_until(|s| s.free_lazy >= 16 << 20),
+        "nothing advised with MADV_FREE: {}",
+        stats()
+    );
+    // ... and after the decommit delay they go back with MADV_DONTNEED, down to the lasting
+    // bound, and leave the RSS.
+    assert!(
+        tick_until(|s| s.free_resident <= lasting(s) && s.free_lazy <= lasting(s)),
+        "free resident {} ({} lazy) with {} in use after 2 s",
+        stats().free_resident,
+        stats().free_lazy,
+        stats().pages_in_use
+    );
+    let gone = stats();
+    assert!(gone.returned_to_os > before.returned_to_os + (32 << 20));
     let rss_after = rss();
     assert!(
         rss_after < rss_peak - (32 << 20),
         "RSS {rss0} -> {rss_peak} -> {rss_after}: freed memory was not returned"
     );
-    // Pages that stay free for a tick (5 ms) go too, down to the lasting bound (256 KiB or an
-    // eighth of what is in use), when a later free of pages finds them old.
-    let medium = Layout::from_size_align(256 << 10, 8).unwrap();
-    let mut settled = None;
-    for tick in 0..40 {
-        std::thread::sleep(std::time::Duration::from_millis(25));
-        let p = specalloc_runtime::alloc(medium);
-        assert!(!p.is_null());
-        // SAFETY: allocated above with `medium`, freed once.
-        unsafe { specalloc_runtime::dealloc(p, medium) };
-        let s = stats();
-        if s.free_resident <= (256 << 10).max(s.pages_in_use / 8) {
-            settled = Some(tick);
-            break;
+    // Memory the OS took back, or was told it may take (MADV_FREE), reads zero through
+    // alloc_zeroed, and is usable again.
+    for decommit_delay_ms in [0, 60_000] {
+        specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+            purge_delay_ms: 0,
+            decommit_delay_ms,
+            ..saved
+        });
+        drop_blocks(build(0x5a));
+        let layout = Layout::from_size_align(1024, 8).unwrap();
+        let zs: Vec<*mut u8> = (0..65536)
+            .map(|_| {
+                let p = specalloc_runtime::alloc_zeroed(layout);
+                // SAFETY: a live 1 KiB block.
+                assert!(unsafe { std::slice::from_raw_parts(p, 1024) }
+                    .iter()
+                    .all(|&b| b == 0));
+                p
+            })
+            .collect();
+        if decommit_delay_ms > 0 {
+            assert!(stats().returned_to_os >= gone.returned_to_os);
         }
+        drop_blocks(zs);
     }
+    // With both delays zero, free pages go back at once (the strict-RSS setting).
+    specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+        purge_delay_ms: 0,
+        decommit_delay_ms: 0,
+        ..saved
+    });
+    let rss_peak = {
+        let blocks = build(1);
+        let r = rss();
+        drop_blocks(blocks);
+        r
+    };
+    let s = stats();
+    assert!(s.free_resident <= lasting(&s), "{s}");
+    assert!(rss() < rss_peak - (32 << 20), "strict setting kept the RSS");
+    specalloc_runtime::set_page_policy(saved);
+}
+
+/// A program that builds and drops a large structure and builds it again reuses the resident
+/// pages: the second build takes a small fraction of the first one's page faults.
+fn rebuild_reuses_resident_pages() {
+    specalloc_runtime::collect();
+    let f0 = minor_faults();
+    drop_blocks(build(3));
+    let f1 = minor_faults();
+    for round in 0..3 {
+        drop_blocks(build(4 + round));
+    }
+    let f2 = minor_faults();
+    let first = f1 - f0;
+    assert!(first >= 8192, "the first build faulted only {first} times");
     assert!(
-        settled.is_some(),
-        "free resident {} with {} in use after 1 s",
-        stats().free_resident,
-        stats().pages_in_use
+        (f2 - f1) * 10 <= first,
+        "three rebuilds faulted {} times, the first build {first}",
+        f2 - f1
     );
-    // Memory the OS took back reads zero through alloc_zeroed, and is usable again.
-    let zs: Vec<*mut u8> = (0..4096)
-        .map(|_| {
-            let p = specalloc_runtime::alloc_zeroed(layout);
-            // SAFETY: a live 1 KiB block.
-            assert!(unsafe { std::slice::from_raw_parts(p, 1024) }
-                .iter()
-                .all(|&b| b == 0));
-            p
-        })
-        .collect();
-    for p in zs {
-        // SAFETY: allocated above with `layout`.
-        unsafe { specalloc_runtime::dealloc(p, layout) };
-    }
 }
 
 fn huge_cache_stays_under_its_cap() {
@@ -132,8 +223,36 @@ fn huge_cache_stays_under_its_cap() {
         }
     }
     let s = stats();
-    // A quarter of what is in use, or the cache's floor of 4 MiB.
-    assert!(s.large_cache_limit <= (s.pages_in_use / 4 + 4096).max(4 << 20));
+    // A quarter of what is in use, the cache's floor of 4 MiB, or what the recent peak of the
+    // bytes in use accounts for.
+    assert!(
+        s.large_cache_limit
+            <= (s.pages_in_use / 4 + 4096)
+                .max(4 << 20)
+                .max(s.peak_in_use - s.pages_in_use),
+        "{s}"
+    );
+    // Once the recent-peak window (the decommit delay) has passed twice with no new peak, the
+    // bound is a quarter of what is in use, or 4 MiB.
+    let saved = specalloc_runtime::page_policy();
+    specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+        decommit_delay_ms: 30,
+        ..saved
+    });
+    let l = Layout::from_size_align(2 << 20, 8).unwrap();
+    for _ in 0..4 {
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let p = specalloc_runtime::alloc(l);
+        // SAFETY: allocated with `l`.
+        unsafe { specalloc_runtime::dealloc(p, l) };
+    }
+    let s = stats();
+    assert!(
+        s.large_cache_limit <= (s.pages_in_use / 4 + 4096).max(4 << 20),
+        "{s}"
+    );
+    assert!(s.large_cache_bytes <= s.large_cache_limit, "{s}");
+    specalloc_runtime::set_page_policy(saved);
     // A freed mapping is reused: the same size again maps nothing new.
     let l = Layout::from_size_align(3 << 20, 8).unwrap();
     let p = specalloc_runtime::alloc(l);
@@ -197,6 +316,7 @@ fn resident_free_pages_first() {
 #[test]
 fn memory_goes_back() {
     resident_free_pages_first();
+    rebuild_reuses_resident_pages();
     free_pages_return_to_the_os();
     huge_cache_stays_under_its_cap();
 }

@@ -34,12 +34,41 @@ pub mod workers;
 /// Peak resident set size of this process, in KiB (`getrusage`), as the benchmark workers
 /// report it.
 pub fn peak_rss_kb() -> u64 {
+    usage().peak_rss_kb
+}
+
+/// What `getrusage(RUSAGE_SELF)` says of this process so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Peak resident set size, KiB (`ru_maxrss`).
+    pub peak_rss_kb: u64,
+    /// User CPU time, µs.
+    pub user_us: u64,
+    /// System CPU time, µs.
+    pub sys_us: u64,
+    /// Minor page faults (`ru_minflt`).
+    pub minor_faults: u64,
+}
+
+/// This process's resource usage so far (all threads).
+///
+/// ```
+/// let u = specalloc_bench::usage();
+/// assert!(u.peak_rss_kb > 0 && u.minor_faults > 0);
+/// ```
+pub fn usage() -> Usage {
     // SAFETY: `getrusage` only writes the zero-initialised struct we pass, a plain C struct for
     // which all-zero bytes are valid.
     unsafe {
         let mut u: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u.ru_maxrss as u64
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        Usage {
+            peak_rss_kb: u.ru_maxrss as u64,
+            user_us: us(u.ru_utime),
+            sys_us: us(u.ru_stime),
+            minor_faults: u.ru_minflt as u64,
+        }
     }
 }
 

@@ -96,7 +96,8 @@ fn usage() -> Usage {
              \x20 --no-peers     leave mimalloc, jemalloc and snmalloc out (built with --features peers)\n\
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
-             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph\n",
+             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph,\n\
+             \x20         rebuild, grow\n",
     }
 }
 
@@ -335,7 +336,7 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let mut seen = BTreeMap::new();
     let mut samples = Samples::default();
     let mut csv =
-        String::from("program,config,round,position,scale,checksum,wall_ns,peak_rss_kb\n");
+        String::from("program,config,round,position,scale,checksum,wall_ns,peak_rss_kb,user_us,sys_us,minor_faults\n");
     let load_start = workers::loadavg();
     let start = Instant::now();
     // Round 0 is the warm-up: checked, not counted.
@@ -355,12 +356,15 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
                 samples.add(p.name, config, &run);
                 let _ = writeln!(
                     csv,
-                    "{},{config},{round},{position},{},{:016x},{},{}",
+                    "{},{config},{round},{position},{},{:016x},{},{},{},{},{}",
                     p.name,
                     scale(p),
                     run.checksum,
                     run.wall_ns,
-                    run.rss_kb
+                    run.rss_kb,
+                    run.user_us,
+                    run.sys_us,
+                    run.minor_faults
                 );
             }
         }
@@ -407,6 +411,23 @@ fn time_report(
          (~: Mann-Whitney p ≥ 0.05); A/A Δ: specalloc's second configuration against the first\n"
     );
     md.push_str(&table::markdown(&report::wall_table(
+        samples, &names, configs,
+    )));
+    let _ = writeln!(
+        md,
+        "\nuser and sys CPU time (getrusage of the worker: the whole process), ms, median; \
+         specalloc / fastest peer: its sys time against that of the peer with the lowest wall \
+         median\n"
+    );
+    md.push_str(&table::markdown(&report::cpu_table(
+        samples, &names, configs,
+    )));
+    let _ = writeln!(
+        md,
+        "\nminor page faults (getrusage ru_minflt of the worker), median; specalloc / fastest \
+         peer: against the peer with the lowest wall median\n"
+    );
+    md.push_str(&table::markdown(&report::faults_table(
         samples, &names, configs,
     )));
     let _ = writeln!(

@@ -9,8 +9,8 @@
 //!
 //! * `describe`: prints `global,<allocator>` (the driver checks it);
 //! * `run PROGRAM [--scale N]`: runs the program once and prints
-//!   `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>`
-//!   (wall time of the program alone; peak RSS from `getrusage`, the
+//!   `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>,<user µs>,<sys µs>,<minor faults>`
+//!   (wall time of the program alone; the rest from `getrusage`, the
 //!   process's whole life);
 //! * `list`: the programs, with their default and quick scales.
 
@@ -61,9 +61,10 @@ fn main() {
             let start = Instant::now();
             let checksum = black_box((program.run)(black_box(scale)));
             let wall = start.elapsed().as_nanos();
+            let u = specalloc_bench::usage();
             println!(
-                "result,{name},{GLOBAL_NAME},{checksum:016x},{wall},{}",
-                specalloc_bench::peak_rss_kb()
+                "result,{name},{GLOBAL_NAME},{checksum:016x},{wall},{},{},{},{}",
+                u.peak_rss_kb, u.user_us, u.sys_us, u.minor_faults
             );
         }
         _ => bad("expected describe, list or run PROGRAM"),

@@ -22,6 +22,7 @@ pub mod graph;
 pub mod json;
 pub mod parse;
 pub mod pipeline;
+pub mod rebuild;
 pub mod report;
 pub mod text;
 
@@ -105,6 +106,20 @@ pub const PROGRAMS: &[Program] = &[
         run: graph::run,
         default_scale: 100,
         quick_scale: 12,
+    },
+    Program {
+        name: "rebuild",
+        what: "a tree of boxed records (~20 MB per scale) built, walked, dropped, ten times",
+        run: rebuild::run,
+        default_scale: 10,
+        quick_scale: 1,
+    },
+    Program {
+        name: "grow",
+        what: "Vec and String growth by push to up to 4 MiB (realloc), read, dropped",
+        run: rebuild::grow,
+        default_scale: 10,
+        quick_scale: 1,
     },
 ];
 

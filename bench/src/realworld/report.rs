@@ -23,7 +23,8 @@ pub const SHIMS: [&str; 4] = [
 ];
 
 /// One run of one program, as the worker prints it:
-/// `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>`.
+/// `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>,<user µs>,<sys µs>,<minor faults>`
+/// (the last three may be missing: an older worker's line).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunLine {
     /// The program.
@@ -36,6 +37,12 @@ pub struct RunLine {
     pub wall_ns: u64,
     /// Peak resident set size of the worker process, in KiB.
     pub rss_kb: u64,
+    /// User CPU time of the worker process, µs.
+    pub user_us: u64,
+    /// System CPU time of the worker process, µs.
+    pub sys_us: u64,
+    /// Minor page faults of the worker process.
+    pub minor_faults: u64,
 }
 
 impl RunLine {
@@ -43,8 +50,13 @@ impl RunLine {
     pub fn parse(text: &str) -> Option<RunLine> {
         let line = text.lines().find(|l| l.starts_with("result,"))?;
         let f: Vec<&str> = line.split(',').collect();
-        let [_, program, global, checksum, wall, rss] = f[..] else {
+        let (&[_, program, global, checksum, wall, rss], rest) = f.split_at_checked(6)? else {
             return None;
+        };
+        let (user, sys, faults) = match rest {
+            [] => (0, 0, 0),
+            [u, s, m] => (u.parse().ok()?, s.parse().ok()?, m.parse().ok()?),
+            _ => return None,
         };
         Some(RunLine {
             program: program.to_string(),
@@ -52,14 +64,28 @@ impl RunLine {
             checksum: u64::from_str_radix(checksum, 16).ok()?,
             wall_ns: wall.parse().ok()?,
             rss_kb: rss.parse().ok()?,
+            user_us: user,
+            sys_us: sys,
+            minor_faults: faults,
         })
     }
 }
 
-/// Samples of every (program, configuration): wall ms and peak RSS KiB.
+/// What one run measured, in the tables' units.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Sample {
+    wall_ms: f64,
+    rss_kb: f64,
+    user_ms: f64,
+    sys_ms: f64,
+    faults: f64,
+}
+
+/// Samples of every (program, configuration): wall, user and sys ms, peak RSS KiB, minor
+/// faults.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
-    cells: BTreeMap<(String, String), Vec<(f64, f64)>>,
+    cells: BTreeMap<(String, String), Vec<Sample>>,
 }
 
 impl Samples {
@@ -68,20 +94,47 @@ impl Samples {
         self.cells
             .entry((program.to_string(), config.to_string()))
             .or_default()
-            .push((run.wall_ns as f64 / 1e6, run.rss_kb as f64));
+            .push(Sample {
+                wall_ms: run.wall_ns as f64 / 1e6,
+                rss_kb: run.rss_kb as f64,
+                user_ms: run.user_us as f64 / 1e3,
+                sys_ms: run.sys_us as f64 / 1e3,
+                faults: run.minor_faults as f64,
+            });
     }
 
     /// Wall times of a cell, in ms.
     pub fn wall(&self, program: &str, config: &str) -> Vec<f64> {
-        self.get(program, config).iter().map(|s| s.0).collect()
+        self.get(program, config)
+            .iter()
+            .map(|s| s.wall_ms)
+            .collect()
     }
 
     /// Peak RSS of a cell's runs, in KiB.
     pub fn rss(&self, program: &str, config: &str) -> Vec<f64> {
-        self.get(program, config).iter().map(|s| s.1).collect()
+        self.get(program, config).iter().map(|s| s.rss_kb).collect()
     }
 
-    fn get(&self, program: &str, config: &str) -> &[(f64, f64)] {
+    /// User CPU times of a cell's runs, in ms.
+    pub fn user(&self, program: &str, config: &str) -> Vec<f64> {
+        self.get(program, config)
+            .iter()
+            .map(|s| s.user_ms)
+            .collect()
+    }
+
+    /// System CPU times of a cell's runs, in ms.
+    pub fn sys(&self, program: &str, config: &str) -> Vec<f64> {
+        self.get(program, config).iter().map(|s| s.sys_ms).collect()
+    }
+
+    /// Minor page faults of a cell's runs.
+    pub fn faults(&self, program: &str, config: &str) -> Vec<f64> {
+        self.get(program, config).iter().map(|s| s.faults).collect()
+    }
+
+    fn get(&self, program: &str, config: &str) -> &[Sample] {
         self.cells
             .get(&(program.to_string(), config.to_string()))
             .map_or(&[], Vec::as_slice)
@@ -175,6 +228,84 @@ pub fn rss_table(samples: &Samples, programs: &[&str], configs: &[String]) -> Ve
         let spec = stats::median(&samples.rss(p, SPECALLOC));
         l.push(match best_peer(&configs, |c| samples.rss(p, c)) {
             Some((peer, best)) => format!("{} ({peer})", fmt_ratio(spec / best)),
+            None => "-".into(),
+        });
+        lines.push(l);
+    }
+    lines
+}
+
+/// The user/sys table: per program, `user / sys` ms medians of every
+/// configuration (the A/A control left out), and specalloc's sys time
+/// against that of the fastest peer (lowest wall median).
+pub fn cpu_table(samples: &Samples, programs: &[&str], configs: &[String]) -> Vec<Vec<String>> {
+    resource_table(
+        samples,
+        programs,
+        configs,
+        "user / sys (ms)",
+        |p, c| {
+            let (u, s) = (
+                stats::median(&samples.user(p, c)),
+                stats::median(&samples.sys(p, c)),
+            );
+            (!u.is_nan()).then(|| format!("{u:.0} / {s:.0}"))
+        },
+        |p, c| stats::median(&samples.sys(p, c)),
+        "sys",
+    )
+}
+
+/// The page-fault table: per program, the median minor faults of every
+/// configuration (the A/A control left out), and specalloc's against the
+/// fastest peer's (lowest wall median).
+pub fn faults_table(samples: &Samples, programs: &[&str], configs: &[String]) -> Vec<Vec<String>> {
+    resource_table(
+        samples,
+        programs,
+        configs,
+        "faults",
+        |p, c| {
+            let m = stats::median(&samples.faults(p, c));
+            (!m.is_nan()).then(|| format!("{m:.0}"))
+        },
+        |p, c| stats::median(&samples.faults(p, c)),
+        "faults",
+    )
+}
+
+/// A per-program table of `cell(program, config)` for every configuration
+/// but the A/A control, then specalloc's `value` against the value of the
+/// peer with the lowest wall median.
+#[allow(clippy::too_many_arguments)]
+fn resource_table(
+    samples: &Samples,
+    programs: &[&str],
+    configs: &[String],
+    unit: &str,
+    cell: impl Fn(&str, &str) -> Option<String>,
+    value: impl Fn(&str, &str) -> f64,
+    what: &str,
+) -> Vec<Vec<String>> {
+    let configs: Vec<String> = configs.iter().filter(|c| *c != AA).cloned().collect();
+    let mut head = vec!["program".to_string()];
+    head.extend(configs.iter().map(|c| format!("{c} {unit}")));
+    head.push(format!("specalloc / fastest peer ({what})"));
+    let mut lines = vec![head];
+    for &p in programs {
+        let mut l = vec![p.to_string()];
+        for c in &configs {
+            l.push(cell(p, c).unwrap_or_else(|| "-".into()));
+        }
+        l.push(match best_peer(&configs, |c| samples.wall(p, c)) {
+            Some((peer, _)) => {
+                let (a, b) = (value(p, SPECALLOC), value(p, &peer));
+                if b > 0.0 {
+                    format!("{} ({peer})", fmt_ratio(a / b))
+                } else {
+                    format!("{a:.0} vs 0 ({peer})")
+                }
+            }
             None => "-".into(),
         });
         lines.push(l);
@@ -321,9 +452,15 @@ mod tests {
                 global: "mimalloc".into(),
                 checksum: 255,
                 wall_ns: 2_500_000,
-                rss_kb: 4096
+                rss_kb: 4096,
+                user_us: 0,
+                sys_us: 0,
+                minor_faults: 0,
             }
         );
+        let r = RunLine::parse("result,json,mimalloc,00ff,2500000,4096,1500,700,321\n").unwrap();
+        assert_eq!((r.user_us, r.sys_us, r.minor_faults), (1500, 700, 321));
+        assert!(RunLine::parse("result,json,x,1,2,3,4,5").is_none());
         assert!(RunLine::parse("result,json,x,zz,1,2").is_none());
         assert!(RunLine::parse("result,json,x,1,2").is_none());
     }
@@ -346,6 +483,9 @@ mod tests {
                     checksum: 1,
                     wall_ns: ms * 1_000_000 + i * 10_000,
                     rss_kb: kb,
+                    user_us: ms * 900,
+                    sys_us: kb,
+                    minor_faults: kb * 4,
                 };
                 s.add("p", c, &run);
             }
@@ -364,6 +504,12 @@ mod tests {
         let r = rss_table(&s, &["p"], &configs);
         assert_eq!(r[0].len(), 1 + 3 + 1);
         assert_eq!(r[1][1..], ["2.0", "1.0", "4.0", "2.00× (system)"]);
+        // Resources are compared with the fastest peer (mimalloc), not the lowest value.
+        let c = cpu_table(&s, &["p"], &configs);
+        assert_eq!(c[0][1], "specalloc user / sys (ms)");
+        assert_eq!(c[1][1..], ["9 / 2", "18 / 1", "11 / 4", "0.50× (mimalloc)"]);
+        let f = faults_table(&s, &["p"], &configs);
+        assert_eq!(f[1][1..], ["8192", "4096", "16384", "0.50× (mimalloc)"]);
     }
 
     #[test]
