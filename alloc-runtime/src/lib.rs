@@ -33,8 +33,9 @@
 //! # Platform support
 //!
 //! Linux on x86_64 and aarch64 only: the runtime maps memory with `mmap`, resizes huge objects
-//! with the Linux-only `mremap`, and gives pages back with `madvise(MADV_DONTNEED)` and
-//! `MADV_NOHUGEPAGE`. Any other target fails to compile with a message saying so.
+//! with the Linux-only `mremap`, and gives pages back with `madvise(MADV_FREE)` and
+//! `madvise(MADV_DONTNEED)` (and marks small heaps `MADV_NOHUGEPAGE`). Any other target fails
+//! to compile with a message saying so.
 //!
 //! # Operations
 //!
@@ -43,6 +44,7 @@
 //! - [`collect()`]: returns the calling thread's empty spans, the page heap's free pages and
 //!   the cache of freed huge mappings to the OS now, and says how much.
 //! - [`set_large_cache_percent`]: the bound of the huge-mapping cache.
+//! - [`set_page_policy`]: how long freed memory stays resident before it goes back to the OS.
 //!
 //! # Cargo features
 //!
@@ -60,7 +62,12 @@
 //! | --- | --- | --- |
 //! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use, at least 4 MiB (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
 //!
-//! It is the only variable the allocator reads.
+//! | `SPECALLOC_PURGE_DELAY_MS` | at the first page-heap operation | ms a freed page stays resident and untouched before `MADV_FREE` (default 100; 0: at once); [`set_page_policy`] overrides it |
+//! | `SPECALLOC_DECOMMIT_DELAY_MS` | at the first page-heap operation | ms a page stays advised with `MADV_FREE` before `MADV_DONTNEED`, and the window of the recent peak (default 1000; 0: `MADV_DONTNEED` at once) |
+//! | `SPECALLOC_HUGE_PAGES` | at the first page-heap operation | `1`: `MADV_HUGEPAGE` for chunks mapped once the heap is over 64 MiB (default 0) |
+//!
+//! These are the only variables the allocator reads. See [`PagePolicy`] for the page-return
+//! policy and its trade-off between RSS and page faults.
 //!
 //! # Debug builds
 //!

@@ -196,15 +196,18 @@ fn take_back(h: &Heap, s: &Span) {
     }
 }
 
-/// Moves a span from the full list to the back of the partial list: refills take the spans that
-/// have had longest to gather free blocks first, so a span that just got its first block back
-/// is not made current for that one block (and parked again at once).
+/// Moves a span from the full list to the front of the partial list: the next refill of its
+/// class takes it, so the blocks just freed into it, still in the cache, are the next ones
+/// handed out (LIFO, as a free list is). Putting it at the back instead (so that it gathered more
+/// free blocks first) cost the BTreeMap program of the suite a third more L1 data-cache misses
+/// (cachegrind: 2.15 M against 1.43 M; jemalloc 1.37 M, mimalloc 1.90 M), for 0.3 % fewer
+/// instructions.
 fn unpark(h: &Heap, s: &Span) {
     debug_assert_eq!(s.tag(), ListTag::Full);
     h.full.unlink(s);
     s.owner.store(h.addr(), Ordering::Relaxed);
     s.set_tag(ListTag::Partial);
-    h.classes[s.class.get() as usize].partial.push_back(s);
+    h.classes[s.class.get() as usize].partial.push_front(s);
 }
 
 /// Takes the span's remote list onto its local free list (the caller owns the span). Returns
@@ -355,8 +358,8 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
     unsafe { free_other(heap, span, class, p) }
 }
 
-/// A local free into a span the heap parked as full: back to the partial list, at the back, so
-/// that it gathers more free blocks before a refill takes it.
+/// A local free into a span the heap parked as full: back to the partial list, at the front, so
+/// that the next refill of its class reuses the block just freed (see [`unpark`]).
 ///
 /// # Safety
 /// `h` owns `span`, which is parked full; `p` is a live block of `span`.

@@ -32,7 +32,7 @@
 //! comparison), `specalloc A/A` (the very same loops again, as a noise
 //! control: its delta should be `~`), `system` (`std::alloc::System`, the
 //! platform's malloc), and with `--features peers`: `mimalloc`, `jemalloc`
-//! (tikv-jemallocator) and `snmalloc` (snmalloc-rs, which needs cmake and a
+//! (tikv-jemallocator) and `snmalloc` (snmalloc-rs, built with the `cc` crate: a
 //! C++ compiler to build).
 //!
 //! # Running

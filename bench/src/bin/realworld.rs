@@ -41,8 +41,8 @@
 //! cargo run --release -p specalloc-bench --features peers --bin realworld -- --callgrind
 //! ```
 //!
-//! The peers need `--features peers` (snmalloc needs `cmake` and a C++
-//! compiler). Output: the tables on stdout and in `<out>/realworld.md`
+//! The peers need `--features peers` (snmalloc needs a C++ compiler, no
+//! `cmake`). Output: the tables on stdout and in `<out>/realworld.md`
 //! (`<out>/callgrind.md` for `--callgrind`), raw samples in
 //! `<out>/realworld.csv`; `<out>` is `target/realworld` unless `--out`.
 
