@@ -134,7 +134,7 @@ fn cache_limit(c: &mut HugeCache) -> usize {
     }
     c.peak_cur = c.peak_cur.max(in_use);
     let now = os::monotonic_ns();
-    let window = chunk::policy().decommit_delay_ms * 1_000_000;
+    let window = crate::policy::policy().decommit_delay_ms * 1_000_000;
     // (A window armed under a longer delay than the one now set ends by the new delay.)
     c.next_window = c.next_window.min(now + window);
     if now >= c.next_window {

@@ -112,6 +112,7 @@ mod large;
 mod lock;
 mod mark;
 mod os;
+mod policy;
 mod remote;
 pub mod routines;
 #[cfg(feature = "checked")]
@@ -417,7 +418,7 @@ pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
 }
 
-pub use chunk::PagePolicy;
+pub use policy::PagePolicy;
 
 /// The page-return policy in force: how long free pages stay resident before they are advised
 /// with `MADV_FREE` and then returned with `MADV_DONTNEED`, and whether chunks of a large heap
@@ -428,7 +429,7 @@ pub use chunk::PagePolicy;
 /// assert!(p.decommit_delay_ms > 0 || std::env::var_os("SPECALLOC_DECOMMIT_DELAY_MS").is_some());
 /// ```
 pub fn page_policy() -> PagePolicy {
-    chunk::policy()
+    policy::policy()
 }
 
 /// Sets the page-return policy, overriding the environment variables
@@ -449,7 +450,7 @@ pub fn page_policy() -> PagePolicy {
 /// set_page_policy(saved);
 /// ```
 pub fn set_page_policy(policy: PagePolicy) {
-    chunk::set_policy(policy);
+    policy::set_policy(policy);
 }
 
 /// What [`collect()`] gave back, in bytes.

@@ -51,11 +51,6 @@ impl SpanList {
         }
     }
 
-    /// Pushes `s` at the back: it is taken last by [`SpanList::pop_front`].
-    pub(crate) fn push_back(&self, s: &Span) {
-        self.link_before_head(s);
-    }
-
     /// Takes `s`, a member, off the list.
     pub(crate) fn unlink(&self, s: &Span) {
         let sp = s as *const Span as *mut Span;

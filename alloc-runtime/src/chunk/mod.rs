@@ -10,10 +10,16 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+mod decay;
+
+use decay::maintain;
+pub(crate) use decay::return_free_pages;
 
 use crate::lock::SpinLock;
 use crate::os;
+use crate::policy::policy;
 use crate::size_class::{PAGE_SHIFT, PAGE_SIZE};
 use crate::span::{Span, STATE_FREE};
 
@@ -133,29 +139,7 @@ pub(crate) static LAZY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Bytes of free pages returned to the OS (`MADV_DONTNEED`) so far.
 pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-// ---------------------------------------------------------------------------------------------
-// The page-return policy
-// ---------------------------------------------------------------------------------------------
-//
-// A page freed by the program stays *dirty* (resident, no system call) while it is young; once
-// it stayed free for a whole purge period it is advised with `MADV_FREE` (*lazy*: still
-// resident and free to reuse without a fault, but the kernel may take it under memory
-// pressure); once it stayed lazy for a whole decommit period it goes back with
-// `MADV_DONTNEED` (*clean*: not resident, reads zero, faults when touched again). Two bounds
-// override the clock:
-//
-// - the *lasting* bound, kept resident for good: 256 KiB or an eighth of the pages in use;
-// - the *recent-peak* bound: free memory never stays resident beyond what the program's recent
-//   peak (the highest pages in use of the current and the previous decommit window) accounts
-//   for, so the resident total stays at or under that peak however fragmented the free pages
-//   are. Past it, free pages go back with `MADV_DONTNEED` at once, lazy ones first.
-//
-// So a program that builds and drops a large structure and builds it again reuses the same
-// resident pages (no fault, no system call), and a program whose heap shrank for good gives the
-// memory back within one or two decommit periods of page-heap activity. There is no background
-// thread: the clock is read on the page heap's own operations (a span or a medium object taken
-// or given back), so a program that stops allocating keeps its free pages until it allocates
-// again or calls `collect()`, which returns them all at once.
+// The page-return policy: see `policy.rs` for what it does and why, `decay.rs` for how.
 
 /// Free pages kept resident whatever the heap's size: 256 KiB.
 const RETAIN_MIN_PAGES: usize = (256 << 10) / PAGE_SIZE;
@@ -167,92 +151,8 @@ fn retain_limit(in_use: usize) -> usize {
     RETAIN_MIN_PAGES.max(in_use / 8)
 }
 
-/// Default of [`PagePolicy::purge_delay_ms`].
-pub(crate) const DEFAULT_PURGE_DELAY_MS: u64 = 100;
-/// Default of [`PagePolicy::decommit_delay_ms`].
-pub(crate) const DEFAULT_DECOMMIT_DELAY_MS: u64 = 1000;
-
 /// Chunks mapped while the heap is smaller than this are never backed with huge pages.
 const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
-
-/// How the page heap gives free memory back to the OS, and whether it asks for huge pages.
-///
-/// Read once from the environment (`SPECALLOC_PURGE_DELAY_MS`, `SPECALLOC_DECOMMIT_DELAY_MS`,
-/// `SPECALLOC_HUGE_PAGES`) at the first page-heap operation; [`set_page_policy`] overrides it.
-///
-/// ```
-/// let p = specalloc_runtime::page_policy();
-/// assert_eq!(p, specalloc_runtime::PagePolicy::default());
-/// // Give freed memory back sooner: advise after 10 ms, return after 100 ms.
-/// specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
-///     purge_delay_ms: 10,
-///     decommit_delay_ms: 100,
-///     ..p
-/// });
-/// specalloc_runtime::set_page_policy(p);
-/// ```
-///
-/// [`set_page_policy`]: crate::set_page_policy
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PagePolicy {
-    /// How long a free page stays dirty (resident, no system call) before it is advised with
-    /// `MADV_FREE`, in milliseconds (it happens between one and two periods after the free, on
-    /// a page-heap operation). 0: at once. Default 100.
-    pub purge_delay_ms: u64,
-    /// How long a page advised with `MADV_FREE` stays so before it goes back with
-    /// `MADV_DONTNEED` (and leaves the RSS), in milliseconds; also the window of the recent
-    /// peak that bounds the free memory kept. 0: free pages go back with `MADV_DONTNEED`
-    /// directly, never `MADV_FREE`. Default 1000.
-    pub decommit_delay_ms: u64,
-    /// Ask for transparent huge pages (`MADV_HUGEPAGE`) for chunks mapped once the heap is
-    /// over 64 MiB. Off by default: below 64 MiB chunks are marked `MADV_NOHUGEPAGE`, above
-    /// they follow the system's setting.
-    pub huge_pages: bool,
-}
-
-impl Default for PagePolicy {
-    fn default() -> Self {
-        PagePolicy {
-            purge_delay_ms: DEFAULT_PURGE_DELAY_MS,
-            decommit_delay_ms: DEFAULT_DECOMMIT_DELAY_MS,
-            huge_pages: false,
-        }
-    }
-}
-
-/// The policy's fields; `u64::MAX` in `PURGE_MS` until first read.
-static PURGE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
-static DECOMMIT_MS: AtomicU64 = AtomicU64::new(DEFAULT_DECOMMIT_DELAY_MS);
-static HUGE: AtomicBool = AtomicBool::new(false);
-
-/// The policy in force (read from the environment the first time).
-pub(crate) fn policy() -> PagePolicy {
-    let purge = PURGE_MS.load(Ordering::Relaxed);
-    if purge != u64::MAX {
-        return PagePolicy {
-            purge_delay_ms: purge,
-            decommit_delay_ms: DECOMMIT_MS.load(Ordering::Relaxed),
-            huge_pages: HUGE.load(Ordering::Relaxed),
-        };
-    }
-    let env = |name: &core::ffi::CStr, default: u64| {
-        os::env_usize(name).map_or(default, |v| (v as u64).min(u64::MAX - 1))
-    };
-    let p = PagePolicy {
-        purge_delay_ms: env(c"SPECALLOC_PURGE_DELAY_MS", DEFAULT_PURGE_DELAY_MS),
-        decommit_delay_ms: env(c"SPECALLOC_DECOMMIT_DELAY_MS", DEFAULT_DECOMMIT_DELAY_MS),
-        huge_pages: env(c"SPECALLOC_HUGE_PAGES", 0) != 0,
-    };
-    set_policy(p);
-    p
-}
-
-/// Sets the policy (see [`crate::set_page_policy`]).
-pub(crate) fn set_policy(p: PagePolicy) {
-    DECOMMIT_MS.store(p.decommit_delay_ms, Ordering::Relaxed);
-    HUGE.store(p.huge_pages, Ordering::Relaxed);
-    PURGE_MS.store(p.purge_delay_ms.min(u64::MAX - 1), Ordering::Relaxed);
-}
 
 const MS: u64 = 1_000_000;
 
@@ -481,188 +381,6 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     ph.dirty_free += n;
     ph.in_use -= n;
     maintain(&mut ph);
-    ph.publish();
-}
-
-/// The page-return policy's work after a page-heap operation (see the module's policy notes):
-/// the recent-peak bound at once, then the purge and decommit ticks when they are due.
-fn maintain(ph: &mut PageHeap) {
-    let lasting = retain_limit(ph.in_use);
-    let p = policy();
-    // The recent-peak bound: free memory the program's recent peak does not account for goes
-    // back at once, lazy pages first (the kernel may have taken some of them already).
-    let bound = lasting.max(ph.recent_peak() - ph.in_use);
-    if ph.dirty_free + ph.lazy_free > bound {
-        let target = bound;
-        sweep(
-            ph,
-            Step::Decommit,
-            |c, w| c.free_bits[w].get() & c.lazy_bits[w].get(),
-            |ph| ph.dirty_free + ph.lazy_free <= target,
-        );
-        sweep(
-            ph,
-            Step::Decommit,
-            |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
-            |ph| ph.dirty_free + ph.lazy_free <= target,
-        );
-    }
-    let now = os::monotonic_ns();
-    // (Ticks armed under longer delays than the ones now set come due by the new delays.)
-    ph.next_purge = ph.next_purge.min(now + p.purge_delay_ms * MS);
-    ph.next_decommit = ph.next_decommit.min(now + p.decommit_delay_ms * MS);
-    // Dirty pages past the lasting bound that stayed free for a whole purge period are
-    // advised (`MADV_FREE`, or `MADV_DONTNEED` straight away with no decommit delay).
-    if ph.dirty_free > lasting {
-        let step = if p.decommit_delay_ms == 0 {
-            Step::Decommit
-        } else {
-            Step::Purge
-        };
-        if p.purge_delay_ms == 0 {
-            sweep(
-                ph,
-                step,
-                |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
-                |ph| ph.dirty_free <= lasting / 2,
-            );
-        } else if ph.next_purge == 0 {
-            ph.next_purge = now + p.purge_delay_ms * MS;
-        } else if now >= ph.next_purge {
-            // Pages free since before the last tick go; then every free page ages.
-            sweep(
-                ph,
-                step,
-                |c, w| {
-                    c.free_bits[w].get()
-                        & c.dirty_bits[w].get()
-                        & !c.lazy_bits[w].get()
-                        & !c.young_bits[w].get()
-                },
-                |ph| ph.dirty_free <= lasting / 2,
-            );
-            for_each_chunk(ph, |c| clear_all(&c.young_bits));
-            ph.next_purge = now + p.purge_delay_ms * MS;
-        }
-    }
-    // Every decommit period: pages lazy since before the last one go back, and the window of
-    // the recent peak moves on.
-    if ph.next_decommit == 0 {
-        ph.next_decommit = now + p.decommit_delay_ms * MS;
-    } else if now >= ph.next_decommit {
-        if ph.lazy_free > 0 {
-            sweep(
-                ph,
-                Step::Decommit,
-                |c, w| c.free_bits[w].get() & c.lazy_bits[w].get() & !c.lazy_young_bits[w].get(),
-                |ph| ph.lazy_free == 0,
-            );
-        }
-        for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
-        ph.peak_prev = ph.peak_cur;
-        ph.peak_cur = ph.in_use;
-        ph.next_decommit = now + p.decommit_delay_ms * MS;
-    }
-}
-
-fn for_each_chunk(ph: &PageHeap, mut f: impl FnMut(&Chunk)) {
-    let mut c = ph.chunks;
-    while !c.is_null() {
-        // SAFETY: chunks on the list are live; the caller holds the lock.
-        let cr = unsafe { &*c };
-        f(cr);
-        c = cr.next.get();
-    }
-}
-
-/// What [`sweep`] does to a run of free pages.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Dirty → lazy: `madvise(MADV_FREE)` (`MADV_DONTNEED` where the kernel lacks it).
-    Purge,
-    /// Dirty or lazy → clean: `madvise(MADV_DONTNEED)`; the pages read zero afterwards.
-    Decommit,
-}
-
-/// Applies `step` to the runs of pages that `select` picks (given a chunk and a word index, a
-/// word of page bits: a subset of the free pages that hold memory, all of them dirty for
-/// [`Step::Purge`]), chunk by chunk, until `done`.
-fn sweep(
-    ph: &mut PageHeap,
-    step: Step,
-    select: impl Fn(&Chunk, usize) -> u64,
-    done: impl Fn(&PageHeap) -> bool,
-) {
-    let mut c = ph.chunks;
-    while !c.is_null() && !done(ph) {
-        // SAFETY: chunks on the list are live; the caller holds the lock.
-        let cr = unsafe { &*c };
-        let mut i = HEADER_PAGES;
-        while i < PAGES_PER_CHUNK && !done(ph) {
-            let w = select(cr, i / 64) >> (i % 64);
-            if w == 0 {
-                i = (i / 64 + 1) * 64;
-                continue;
-            }
-            i += w.trailing_zeros() as usize;
-            // The run: the selected pages from `i` on, across word boundaries.
-            let start = i;
-            loop {
-                let ones = (!(select(cr, i / 64) >> (i % 64))).trailing_zeros() as usize;
-                let ones = ones.min(64 - i % 64);
-                i += ones;
-                if ones == 0 || !i.is_multiple_of(64) || i == PAGES_PER_CHUNK {
-                    break;
-                }
-            }
-            advise_run(ph, c, start, i - start, step);
-        }
-        c = cr.next.get();
-    }
-}
-
-/// Whether `MADV_FREE` was refused once (a kernel without it): purges decommit instead.
-static NO_LAZY_FREE: AtomicBool = AtomicBool::new(false);
-
-/// Advises the `n` free pages at page `start` of `chunk` (see [`sweep`]) and updates the bits
-/// and counters.
-fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step: Step) {
-    // SAFETY: a live chunk; the caller holds the lock.
-    let cr = unsafe { &*chunk };
-    let addr = (chunk as usize + start * PAGE_SIZE) as *mut u8;
-    let len = n * PAGE_SIZE;
-    if step == Step::Purge && !NO_LAZY_FREE.load(Ordering::Relaxed) {
-        // SAFETY: the run is free pages of a live chunk; nothing holds them.
-        if unsafe { os::lazy_free(addr, len) } {
-            set_range(&cr.lazy_bits, start, n, true);
-            set_range(&cr.lazy_young_bits, start, n, true);
-            ph.dirty_free -= n;
-            ph.lazy_free += n;
-            return;
-        }
-        NO_LAZY_FREE.store(true, Ordering::Relaxed);
-    }
-    let lazy = count_set(&cr.lazy_bits, start, n);
-    // SAFETY: as above.
-    if unsafe { os::decommit(addr, len) } {
-        set_range(&cr.dirty_bits, start, n, false);
-        set_range(&cr.lazy_bits, start, n, false);
-        ph.lazy_free -= lazy;
-        ph.dirty_free -= n - lazy;
-        RETURNED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
-    }
-}
-
-/// Returns every free page that still holds memory to the OS (`madvise(MADV_DONTNEED)`), for
-/// `collect()`; [`RETURNED_BYTES`] counts them.
-pub(crate) fn return_free_pages() {
-    let mut ph = PAGE_HEAP.lock();
-    sweep(
-        &mut ph,
-        Step::Decommit,
-        |c, w| c.free_bits[w].get() & c.dirty_bits[w].get(),
-        |ph| ph.dirty_free + ph.lazy_free == 0,
-    );
     ph.publish();
 }
 

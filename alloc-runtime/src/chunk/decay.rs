@@ -1,0 +1,196 @@
+//! The page heap's page-return work (the policy is described in `policy.rs`): the recent-peak
+//! bound and the purge and decommit ticks after each page-heap operation, and the sweeps that
+//! advise runs of free pages (`MADV_FREE`, `MADV_DONTNEED`) and keep the page bits and counters
+//! in step. Everything here runs under the page-heap lock.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use super::{
+    clear_all, count_set, retain_limit, set_range, Chunk, PageHeap, HEADER_PAGES, MS,
+    PAGES_PER_CHUNK, PAGE_HEAP, RETURNED_BYTES,
+};
+use crate::os;
+use crate::policy::policy;
+use crate::size_class::PAGE_SIZE;
+
+/// The page-return policy's work after a page-heap operation (see the module's policy notes):
+/// the recent-peak bound at once, then the purge and decommit ticks when they are due.
+pub(super) fn maintain(ph: &mut PageHeap) {
+    let lasting = retain_limit(ph.in_use);
+    let p = policy();
+    // The recent-peak bound: free memory the program's recent peak does not account for goes
+    // back at once, lazy pages first (the kernel may have taken some of them already).
+    let bound = lasting.max(ph.recent_peak() - ph.in_use);
+    if ph.dirty_free + ph.lazy_free > bound {
+        let target = bound;
+        sweep(
+            ph,
+            Step::Decommit,
+            |c, w| c.free_bits[w].get() & c.lazy_bits[w].get(),
+            |ph| ph.dirty_free + ph.lazy_free <= target,
+        );
+        sweep(
+            ph,
+            Step::Decommit,
+            |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
+            |ph| ph.dirty_free + ph.lazy_free <= target,
+        );
+    }
+    let now = os::monotonic_ns();
+    // (Ticks armed under longer delays than the ones now set come due by the new delays.)
+    ph.next_purge = ph.next_purge.min(now + p.purge_delay_ms * MS);
+    ph.next_decommit = ph.next_decommit.min(now + p.decommit_delay_ms * MS);
+    // Dirty pages past the lasting bound that stayed free for a whole purge period are
+    // advised (`MADV_FREE`, or `MADV_DONTNEED` straight away with no decommit delay).
+    if ph.dirty_free > lasting {
+        let step = if p.decommit_delay_ms == 0 {
+            Step::Decommit
+        } else {
+            Step::Purge
+        };
+        if p.purge_delay_ms == 0 {
+            sweep(
+                ph,
+                step,
+                |c, w| c.free_bits[w].get() & c.dirty_bits[w].get() & !c.lazy_bits[w].get(),
+                |ph| ph.dirty_free <= lasting / 2,
+            );
+        } else if ph.next_purge == 0 {
+            ph.next_purge = now + p.purge_delay_ms * MS;
+        } else if now >= ph.next_purge {
+            // Pages free since before the last tick go; then every free page ages.
+            sweep(
+                ph,
+                step,
+                |c, w| {
+                    c.free_bits[w].get()
+                        & c.dirty_bits[w].get()
+                        & !c.lazy_bits[w].get()
+                        & !c.young_bits[w].get()
+                },
+                |ph| ph.dirty_free <= lasting / 2,
+            );
+            for_each_chunk(ph, |c| clear_all(&c.young_bits));
+            ph.next_purge = now + p.purge_delay_ms * MS;
+        }
+    }
+    // Every decommit period: pages lazy since before the last one go back, and the window of
+    // the recent peak moves on.
+    if ph.next_decommit == 0 {
+        ph.next_decommit = now + p.decommit_delay_ms * MS;
+    } else if now >= ph.next_decommit {
+        if ph.lazy_free > 0 {
+            sweep(
+                ph,
+                Step::Decommit,
+                |c, w| c.free_bits[w].get() & c.lazy_bits[w].get() & !c.lazy_young_bits[w].get(),
+                |ph| ph.lazy_free == 0,
+            );
+        }
+        for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
+        ph.peak_prev = ph.peak_cur;
+        ph.peak_cur = ph.in_use;
+        ph.next_decommit = now + p.decommit_delay_ms * MS;
+    }
+}
+
+fn for_each_chunk(ph: &PageHeap, mut f: impl FnMut(&Chunk)) {
+    let mut c = ph.chunks;
+    while !c.is_null() {
+        // SAFETY: chunks on the list are live; the caller holds the lock.
+        let cr = unsafe { &*c };
+        f(cr);
+        c = cr.next.get();
+    }
+}
+
+/// What [`sweep`] does to a run of free pages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Dirty → lazy: `madvise(MADV_FREE)` (`MADV_DONTNEED` where the kernel lacks it).
+    Purge,
+    /// Dirty or lazy → clean: `madvise(MADV_DONTNEED)`; the pages read zero afterwards.
+    Decommit,
+}
+
+/// Applies `step` to the runs of pages that `select` picks (given a chunk and a word index, a
+/// word of page bits: a subset of the free pages that hold memory, all of them dirty for
+/// [`Step::Purge`]), chunk by chunk, until `done`.
+fn sweep(
+    ph: &mut PageHeap,
+    step: Step,
+    select: impl Fn(&Chunk, usize) -> u64,
+    done: impl Fn(&PageHeap) -> bool,
+) {
+    let mut c = ph.chunks;
+    while !c.is_null() && !done(ph) {
+        // SAFETY: chunks on the list are live; the caller holds the lock.
+        let cr = unsafe { &*c };
+        let mut i = HEADER_PAGES;
+        while i < PAGES_PER_CHUNK && !done(ph) {
+            let w = select(cr, i / 64) >> (i % 64);
+            if w == 0 {
+                i = (i / 64 + 1) * 64;
+                continue;
+            }
+            i += w.trailing_zeros() as usize;
+            // The run: the selected pages from `i` on, across word boundaries.
+            let start = i;
+            loop {
+                let ones = (!(select(cr, i / 64) >> (i % 64))).trailing_zeros() as usize;
+                let ones = ones.min(64 - i % 64);
+                i += ones;
+                if ones == 0 || !i.is_multiple_of(64) || i == PAGES_PER_CHUNK {
+                    break;
+                }
+            }
+            advise_run(ph, c, start, i - start, step);
+        }
+        c = cr.next.get();
+    }
+}
+
+/// Whether `MADV_FREE` was refused once (a kernel without it): purges decommit instead.
+static NO_LAZY_FREE: AtomicBool = AtomicBool::new(false);
+
+/// Advises the `n` free pages at page `start` of `chunk` (see [`sweep`]) and updates the bits
+/// and counters.
+fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step: Step) {
+    // SAFETY: a live chunk; the caller holds the lock.
+    let cr = unsafe { &*chunk };
+    let addr = (chunk as usize + start * PAGE_SIZE) as *mut u8;
+    let len = n * PAGE_SIZE;
+    if step == Step::Purge && !NO_LAZY_FREE.load(Ordering::Relaxed) {
+        // SAFETY: the run is free pages of a live chunk; nothing holds them.
+        if unsafe { os::lazy_free(addr, len) } {
+            set_range(&cr.lazy_bits, start, n, true);
+            set_range(&cr.lazy_young_bits, start, n, true);
+            ph.dirty_free -= n;
+            ph.lazy_free += n;
+            return;
+        }
+        NO_LAZY_FREE.store(true, Ordering::Relaxed);
+    }
+    let lazy = count_set(&cr.lazy_bits, start, n);
+    // SAFETY: as above.
+    if unsafe { os::decommit(addr, len) } {
+        set_range(&cr.dirty_bits, start, n, false);
+        set_range(&cr.lazy_bits, start, n, false);
+        ph.lazy_free -= lazy;
+        ph.dirty_free -= n - lazy;
+        RETURNED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    }
+}
+
+/// Returns every free page that still holds memory to the OS (`madvise(MADV_DONTNEED)`), for
+/// `collect()`; [`RETURNED_BYTES`] counts them.
+pub(crate) fn return_free_pages() {
+    let mut ph = PAGE_HEAP.lock();
+    sweep(
+        &mut ph,
+        Step::Decommit,
+        |c, w| c.free_bits[w].get() & c.dirty_bits[w].get(),
+        |ph| ph.dirty_free + ph.lazy_free == 0,
+    );
+    ph.publish();
+}
