@@ -97,6 +97,9 @@ pub(crate) static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// The cache's bound at its last check.
 pub(crate) static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(0);
 use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
+/// Highest bytes in use seen by a huge allocation in the current window (the cache's lock is
+/// not taken there; [`cache_limit`] folds it in).
+static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The cache's bound, in percent of the bytes in use; `usize::MAX` until first read.
 static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
@@ -132,7 +135,10 @@ fn cache_limit(c: &mut HugeCache) -> usize {
         CACHE_LIMIT.store(0, Ordering::Relaxed);
         return 0;
     }
-    c.peak_cur = c.peak_cur.max(in_use);
+    c.peak_cur = c
+        .peak_cur
+        .max(in_use)
+        .max(WINDOW_PEAK.load(Ordering::Relaxed));
     let now = os::monotonic_ns();
     let window = crate::policy::policy().decommit_delay_ms * 1_000_000;
     // (A window armed under a longer delay than the one now set ends by the new delay.)
@@ -140,6 +146,7 @@ fn cache_limit(c: &mut HugeCache) -> usize {
     if now >= c.next_window {
         c.peak_prev = if c.next_window == 0 { 0 } else { c.peak_cur };
         c.peak_cur = in_use;
+        WINDOW_PEAK.store(in_use, Ordering::Relaxed);
         c.next_window = now + window;
     }
     let recent = c.peak_cur.max(c.peak_prev).saturating_sub(in_use);
@@ -367,7 +374,11 @@ fn alloc_huge(size: usize, req_align: usize, zero: bool) -> *mut u8 {
 
 fn huge_in_use(delta: isize) {
     if delta >= 0 {
-        HUGE_BYTES.fetch_add(delta as usize, Ordering::Relaxed);
+        let huge = HUGE_BYTES.fetch_add(delta as usize, Ordering::Relaxed) + delta as usize;
+        WINDOW_PEAK.fetch_max(
+            huge + IN_USE_BYTES.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         stats::note_in_use();
     } else {
         HUGE_BYTES.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
