@@ -140,14 +140,16 @@ fn cache_limit(c: &mut HugeCache) -> usize {
         .max(in_use)
         .max(WINDOW_PEAK.load(Ordering::Relaxed));
     let now = os::monotonic_ns();
-    let window = crate::policy::policy().decommit_delay_ms * 1_000_000;
+    let window = crate::policy::policy()
+        .decommit_delay_ms
+        .saturating_mul(1_000_000);
     // (A window armed under a longer delay than the one now set ends by the new delay.)
-    c.next_window = c.next_window.min(now + window);
+    c.next_window = c.next_window.min(now.saturating_add(window));
     if now >= c.next_window {
         c.peak_prev = if c.next_window == 0 { 0 } else { c.peak_cur };
         c.peak_cur = in_use;
         WINDOW_PEAK.store(in_use, Ordering::Relaxed);
-        c.next_window = now + window;
+        c.next_window = now.saturating_add(window);
     }
     let recent = c.peak_cur.max(c.peak_prev).saturating_sub(in_use);
     let limit = (in_use / 100 * percent).max(CACHE_FLOOR).max(recent);

@@ -162,6 +162,23 @@ fn free_pages_return_to_the_os() {
     let s = stats();
     assert!(s.free_resident <= lasting(&s), "{s}");
     assert!(rss() < rss_peak - (32 << 20), "strict setting kept the RSS");
+    // Delays of any length are taken (saturating, never an overflow): nothing is advised.
+    specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+        purge_delay_ms: u64::MAX,
+        decommit_delay_ms: u64::MAX,
+        ..saved
+    });
+    drop_blocks(build(2));
+    let medium = Layout::from_size_align(256 << 10, 8).unwrap();
+    for _ in 0..5 {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let p = specalloc_runtime::alloc(medium);
+        // SAFETY: allocated above with `medium`, freed once.
+        unsafe { specalloc_runtime::dealloc(p, medium) };
+    }
+    let s = stats();
+    assert_eq!(s.free_lazy, 0, "{s}");
+    assert!(s.free_resident >= 32 << 20, "{s}");
     specalloc_runtime::set_page_policy(saved);
 }
 

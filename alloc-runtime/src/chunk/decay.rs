@@ -47,9 +47,12 @@ pub(super) fn maintain(ph: &mut PageHeap) {
         );
     }
     let now = os::monotonic_ns();
+    // (Saturating: a delay of years is a delay that never comes.)
+    let purge_at = now.saturating_add(p.purge_delay_ms.saturating_mul(MS));
+    let decommit_at = now.saturating_add(p.decommit_delay_ms.saturating_mul(MS));
     // (Ticks armed under longer delays than the ones now set come due by the new delays.)
-    ph.next_purge = ph.next_purge.min(now + p.purge_delay_ms * MS);
-    ph.next_decommit = ph.next_decommit.min(now + p.decommit_delay_ms * MS);
+    ph.next_purge = ph.next_purge.min(purge_at);
+    ph.next_decommit = ph.next_decommit.min(decommit_at);
     // Dirty pages past the lasting bound that stayed free for a whole purge period are
     // advised (`MADV_FREE`, or `MADV_DONTNEED` straight away with no decommit delay).
     if ph.dirty_free > lasting {
@@ -66,7 +69,7 @@ pub(super) fn maintain(ph: &mut PageHeap) {
                 |ph| ph.dirty_free <= lasting / 2,
             );
         } else if ph.next_purge == 0 {
-            ph.next_purge = now + p.purge_delay_ms * MS;
+            ph.next_purge = purge_at;
         } else if now >= ph.next_purge {
             // Pages free since before the last tick go; then every free page ages.
             sweep(
@@ -81,13 +84,13 @@ pub(super) fn maintain(ph: &mut PageHeap) {
                 |ph| ph.dirty_free <= lasting / 2,
             );
             for_each_chunk(ph, |c| clear_all(&c.young_bits));
-            ph.next_purge = now + p.purge_delay_ms * MS;
+            ph.next_purge = purge_at;
         }
     }
     // Every decommit period: pages lazy since before the last one go back, and the window of
     // the recent peak moves on.
     if ph.next_decommit == 0 {
-        ph.next_decommit = now + p.decommit_delay_ms * MS;
+        ph.next_decommit = decommit_at;
     } else if now >= ph.next_decommit {
         if ph.lazy_free > 0 {
             sweep(
@@ -100,7 +103,7 @@ pub(super) fn maintain(ph: &mut PageHeap) {
         for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
         ph.peak_prev = ph.peak_cur;
         ph.peak_cur = ph.in_use;
-        ph.next_decommit = now + p.decommit_delay_ms * MS;
+        ph.next_decommit = decommit_at;
     }
 }
 
