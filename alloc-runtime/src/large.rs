@@ -135,20 +135,25 @@ fn cache_limit(c: &mut HugeCache) -> usize {
         CACHE_LIMIT.store(0, Ordering::Relaxed);
         return 0;
     }
+    // The peak huge allocations saw since the last check (taken, so that none recorded in
+    // between is lost when the window moves on).
     c.peak_cur = c
         .peak_cur
         .max(in_use)
-        .max(WINDOW_PEAK.load(Ordering::Relaxed));
+        .max(WINDOW_PEAK.swap(0, Ordering::Relaxed));
     let now = os::monotonic_ns();
     let window = crate::policy::policy()
         .decommit_delay_ms
         .saturating_mul(1_000_000);
+    if c.next_window == 0 {
+        // The first check arms the window and keeps the peak seen so far.
+        c.next_window = now.saturating_add(window);
+    }
     // (A window armed under a longer delay than the one now set ends by the new delay.)
     c.next_window = c.next_window.min(now.saturating_add(window));
     if now >= c.next_window {
-        c.peak_prev = if c.next_window == 0 { 0 } else { c.peak_cur };
+        c.peak_prev = c.peak_cur;
         c.peak_cur = in_use;
-        WINDOW_PEAK.store(in_use, Ordering::Relaxed);
         c.next_window = now.saturating_add(window);
     }
     let recent = c.peak_cur.max(c.peak_prev).saturating_sub(in_use);

@@ -61,7 +61,6 @@
 //! | variable | read | effect |
 //! | --- | --- | --- |
 //! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use, at least 4 MiB (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
-//!
 //! | `SPECALLOC_PURGE_DELAY_MS` | at the first page-heap operation | ms a freed page stays resident and untouched before `MADV_FREE` (default 100; 0: at once); [`set_page_policy`] overrides it |
 //! | `SPECALLOC_DECOMMIT_DELAY_MS` | at the first page-heap operation | ms a page stays advised with `MADV_FREE` before `MADV_DONTNEED`, and the window of the recent peak (default 1000; 0: `MADV_DONTNEED` at once) |
 //! | `SPECALLOC_HUGE_PAGES` | at the first page-heap operation | `1`: `MADV_HUGEPAGE` for chunks mapped once the heap is over 64 MiB (default 0) |

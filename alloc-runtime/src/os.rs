@@ -136,15 +136,21 @@ pub(crate) unsafe fn decommit(ptr: *mut u8, size: usize) -> bool {
 
 /// Tells the OS that `[ptr, ptr + size)` may be taken back lazily (`MADV_FREE`): the pages stay
 /// resident and keep their contents until the kernel needs memory, when it drops them (they then
-/// read zero). Writing a page before that keeps it, with no fault. Returns whether the advice was
-/// taken (`false` on kernels before 4.5, which lack it).
+/// read zero). Writing a page before that keeps it, with no fault. Returns the `errno` when the
+/// advice was refused (`EINVAL` on kernels before 4.5, which lack it).
 ///
 /// # Safety
 /// As for [`decommit`].
-pub(crate) unsafe fn lazy_free(ptr: *mut u8, size: usize) -> bool {
+pub(crate) unsafe fn lazy_free(ptr: *mut u8, size: usize) -> Result<(), libc::c_int> {
     // SAFETY: the caller guarantees the range is ours and holds nothing live; MADV_FREE on a
-    // private anonymous mapping only lets the kernel discard contents.
-    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_FREE) == 0 }
+    // private anonymous mapping only lets the kernel discard contents. errno is this thread's.
+    unsafe {
+        if libc::madvise(ptr.cast(), size, libc::MADV_FREE) == 0 {
+            Ok(())
+        } else {
+            Err(*libc::__errno_location())
+        }
+    }
 }
 
 /// Asks the OS to back `[ptr, ptr + size)` with transparent huge pages where it can.

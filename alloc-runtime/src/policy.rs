@@ -102,12 +102,19 @@ pub(crate) fn policy() -> PagePolicy {
         decommit_delay_ms: env(c"SPECALLOC_DECOMMIT_DELAY_MS", DEFAULT_DECOMMIT_DELAY_MS),
         huge_pages: env(c"SPECALLOC_HUGE_PAGES", 0) != 0,
     };
-    set_policy(p);
+    store(p);
     p
 }
 
 /// Sets the policy (see [`crate::set_page_policy`]).
 pub(crate) fn set_policy(p: PagePolicy) {
+    // The environment is read first, so that a first read of it cannot come after this and
+    // overwrite what the program set (short of a race with another thread's very first read).
+    policy();
+    store(p);
+}
+
+fn store(p: PagePolicy) {
     DECOMMIT_MS.store(p.decommit_delay_ms, Ordering::Relaxed);
     HUGE.store(p.huge_pages, Ordering::Relaxed);
     PURGE_MS.store(p.purge_delay_ms.min(u64::MAX - 1), Ordering::Relaxed);

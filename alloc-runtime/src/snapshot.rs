@@ -96,7 +96,8 @@ pub struct Stats {
     pub peak_in_use: usize,
     /// Bytes of free pages still resident, kept for reuse: dirty ones, and those advised with
     /// `MADV_FREE` ([`Stats::free_lazy`]), which the kernel may take at any time. At most
-    /// what the recent peak of `pages_in_use` accounts for, and after the page-return delays
+    /// what the recent peak of `pages_in_use` accounts for, plus a fragmentation slack of 8 MiB
+    /// or half of `pages_in_use`, and after the page-return delays
     /// (see `PagePolicy`) at most 256 KiB or an eighth of `pages_in_use`, whichever is more.
     pub free_resident: usize,
     /// Of [`Stats::free_resident`], the bytes advised with `MADV_FREE`: they count in the

@@ -32,13 +32,17 @@ pub(super) fn maintain(ph: &mut PageHeap) {
     // taken some of them already).
     let bound = pressure_slack(ph.in_use).max(ph.recent_peak() - ph.in_use);
     if ph.dirty_free + ph.lazy_free > bound {
-        let target = bound;
-        sweep(
-            ph,
-            Step::Decommit,
-            |c, w| c.free_bits[w].get() & c.lazy_bits[w].get(),
-            |ph| ph.dirty_free + ph.lazy_free <= target,
-        );
+        // Down to three quarters of the bound, so that a heap at its peak does not sweep (from
+        // the first chunk) for a few pages on every operation.
+        let target = bound - bound / 4;
+        if ph.lazy_free > 0 {
+            sweep(
+                ph,
+                Step::Decommit,
+                |c, w| c.free_bits[w].get() & c.lazy_bits[w].get(),
+                |ph| ph.lazy_free == 0 || ph.dirty_free + ph.lazy_free <= target,
+            );
+        }
         sweep(
             ph,
             Step::Decommit,
@@ -99,8 +103,10 @@ pub(super) fn maintain(ph: &mut PageHeap) {
                 |c, w| c.free_bits[w].get() & c.lazy_bits[w].get() & !c.lazy_young_bits[w].get(),
                 |ph| ph.lazy_free == 0,
             );
+            // (Only lazy pages' young bits mean anything: with none left, stale ones are masked
+            // by the lazy bits, and the clearing, over every chunk, is skipped.)
+            for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
         }
-        for_each_chunk(ph, |c| clear_all(&c.lazy_young_bits));
         ph.peak_prev = ph.peak_cur;
         ph.peak_cur = ph.in_use;
         ph.next_decommit = decommit_at;
@@ -175,14 +181,19 @@ fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step
     let len = n * PAGE_SIZE;
     if step == Step::Purge && !NO_LAZY_FREE.load(Ordering::Relaxed) {
         // SAFETY: the run is free pages of a live chunk; nothing holds them.
-        if unsafe { os::lazy_free(addr, len) } {
-            set_range(&cr.lazy_bits, start, n, true);
-            set_range(&cr.lazy_young_bits, start, n, true);
-            ph.dirty_free -= n;
-            ph.lazy_free += n;
-            return;
+        match unsafe { os::lazy_free(addr, len) } {
+            Ok(()) => {
+                set_range(&cr.lazy_bits, start, n, true);
+                set_range(&cr.lazy_young_bits, start, n, true);
+                ph.dirty_free -= n;
+                ph.lazy_free += n;
+                return;
+            }
+            // A kernel without MADV_FREE (before 4.5): decommit, now and from now on.
+            Err(libc::EINVAL) => NO_LAZY_FREE.store(true, Ordering::Relaxed),
+            // Another refusal (pages locked with mlock, say): the pages stay dirty.
+            Err(_) => return,
         }
-        NO_LAZY_FREE.store(true, Ordering::Relaxed);
     }
     let lazy = count_set(&cr.lazy_bits, start, n);
     // SAFETY: as above.
