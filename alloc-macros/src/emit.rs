@@ -120,21 +120,23 @@ impl Gen {
         self.call(user, "vec_from_elem", generics, args, "vec![e; N]")
     }
 
-    /// `vec![a, b, c]`.
+    /// `vec![a, b, c]`: the block first (`vec_list`, counted under `report`), then each
+    /// element moved in as it is evaluated (`vec_list_put`), as std's `vec!` does.
     pub fn vec_from_array(
         &self,
         user: Span,
         empty: TokenStream,
         list: &Punctuated<Expr, Token![,]>,
     ) -> TokenStream {
-        let args = quote_spanned!(user=> #empty, [#list]);
-        self.call(
-            user,
-            "vec_from_array",
-            TokenStream::new(),
-            args,
-            "vec![a, b, ...]",
-        )
+        let sp = user;
+        let root = self.root(sp);
+        let n = Literal::usize_unsuffixed(list.len());
+        let generics = quote_spanned!(sp=> ::<_, #n>);
+        let mut acc = self.call(user, "vec_list", generics, empty, "vec![a, b, ...]");
+        for e in list {
+            acc = quote_spanned!(sp=> #root::__private::vec_list_put(#acc, #e));
+        }
+        quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }
 
     /// `Vec::with_capacity(N)` / `Vec::<T>::with_capacity(N)` (`std` is the callee as written).
