@@ -5,7 +5,7 @@
 //! function the site called (`Box::new`, `String::from`, `<str>::to_string`, an empty
 //! `vec![]`, ...) written as the user wrote it: the paths and imports the site used stay used.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Lit, LitStr, Token, Type};
@@ -26,6 +26,23 @@ impl Gen {
             Some(root) => root.clone(),
             None => quote_spanned!(sp=> ::specalloc),
         }
+    }
+
+    /// Gives the last token tree of a generated call (its argument list) the span `end` of
+    /// the original expression's last token tree (its argument list or the `vec!` delimiters):
+    /// rustc spans an expression from its first token to its last, so the rewritten call then
+    /// spans exactly the original expression, and underlines and suggestions (`.to_string()`
+    /// appended, `let binding = …;`) cover it whole, as without the attribute. The report form,
+    /// one block, is left as it is.
+    pub fn ending_at(&self, out: TokenStream, end: Span) -> TokenStream {
+        if self.report {
+            return out;
+        }
+        let mut trees: Vec<TokenTree> = out.into_iter().collect();
+        if let Some(TokenTree::Group(g)) = trees.last_mut() {
+            g.set_span(end);
+        }
+        trees.into_iter().collect()
     }
 
     /// A call of the entry point `entry` of `__private` (or of `__private::report`, counting

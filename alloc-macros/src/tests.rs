@@ -492,3 +492,30 @@ fn idempotent() {
     let twice = expand::specialize(quote!(), once.clone());
     assert_eq!(once.to_string(), twice.to_string());
 }
+
+/// Issue 22: the renamed-dependency check reads the manifest without a TOML crate.
+#[test]
+fn renamed_dependency_is_found_by_the_line_scan() {
+    use crate::validate::renamed_in;
+    assert_eq!(
+        renamed_in("[dependencies]\nspecalloc = { path = \"..\" }\n"),
+        None
+    );
+    assert_eq!(
+        renamed_in("[dependencies]\nsa = { package = \"specalloc\", path = \"..\" }\n"),
+        Some("sa".to_string())
+    );
+    assert_eq!(
+        renamed_in("[dev-dependencies.sa2]\npath = \"..\"\npackage = \"specalloc\"\n"),
+        Some("sa2".to_string())
+    );
+    assert_eq!(
+        renamed_in("[target.'cfg(unix)'.dependencies]\nx = { package = \"specalloc\" }\n"),
+        Some("x".to_string())
+    );
+    // Another package of the project, a comment, or another table: not the facade renamed.
+    assert_eq!(
+        renamed_in("[dependencies]\nrt = { package = \"specalloc-runtime\" }\n# y = { package = \"specalloc\" }\n[features]\nz = { package = \"specalloc\" }\n"),
+        None
+    );
+}
