@@ -491,8 +491,12 @@ pub unsafe fn vec_zeroed<T, const N: usize>() -> Vec<T> {
 unsafe fn std_zeroed<T>(n: usize) -> Vec<T> {
     if size_of::<T>() == 0 || n == 0 {
         let mut v = Vec::with_capacity(n);
-        // SAFETY: zero-sized elements (or none); all-zero bytes are a valid `T` by the caller.
-        unsafe { v.set_len(n) };
+        // SAFETY: room for `n` elements (zero-sized ones, or none); all-zero bytes are a valid
+        // `T` by the caller, so writing them initialises the elements.
+        unsafe {
+            core::ptr::write_bytes(v.as_mut_ptr(), 0, n);
+            v.set_len(n);
+        }
         return v;
     }
     let layout = match Layout::array::<T>(n) {
