@@ -519,3 +519,24 @@ fn renamed_dependency_is_found_by_the_line_scan() {
         None
     );
 }
+
+/// The text between the line `start` (first match) and the next closing fence.
+fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
+    let at = doc.find(start).unwrap_or_else(|| panic!("docs/macros.md: no {start:?}"));
+    let body = &doc[at + start.len()..];
+    let body = &body[body.find('\n').map_or(0, |i| i + 1)..];
+    &body[..body.find("```").expect("closing fence")]
+}
+
+/// Issue 22, item 6: the expansion `docs/macros.md` shows for its `build` example is what the
+/// attribute emits for it, pretty-printed.
+#[test]
+fn documented_expansion_is_what_the_macro_emits() {
+    let doc = include_str!("../../docs/macros.md");
+    let example = fenced_after(doc, "```rust\nuse specalloc::specialize;");
+    let item = &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
+    let item: TokenStream = item.parse().expect("the example parses");
+    let emitted = specialize(TokenStream::new(), item);
+    let documented = fenced_after(doc, "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore");
+    assert_eq!(documented, emitted, "update docs/macros.md with the expansion on the right");
+}
