@@ -45,7 +45,9 @@ fn max_rss_kib() -> i64 {
 }
 
 fn main() {
-    let which = std::env::args().nth(1).unwrap_or_else(|| "annotated".to_string());
+    let which = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "annotated".to_string());
     let (huge, mid): (fn() -> Vec<u8>, fn() -> Vec<u8>) = match which.as_str() {
         "plain" => (plain_huge, plain_mid),
         "annotated" => (annotated_huge, annotated_mid),

@@ -522,7 +522,9 @@ fn renamed_dependency_is_found_by_the_line_scan() {
 
 /// The text between the line `start` (first match) and the next closing fence.
 fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
-    let at = doc.find(start).unwrap_or_else(|| panic!("docs/macros.md: no {start:?}"));
+    let at = doc
+        .find(start)
+        .unwrap_or_else(|| panic!("docs/macros.md: no {start:?}"));
     let body = &doc[at + start.len()..];
     let body = &body[body.find('\n').map_or(0, |i| i + 1)..];
     &body[..body.find("```").expect("closing fence")]
@@ -534,9 +536,16 @@ fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
 fn documented_expansion_is_what_the_macro_emits() {
     let doc = include_str!("../../docs/macros.md");
     let example = fenced_after(doc, "```rust\nuse specalloc::specialize;");
-    let item = &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
+    let item =
+        &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
     let item: TokenStream = item.parse().expect("the example parses");
     let emitted = specialize(TokenStream::new(), item);
-    let documented = fenced_after(doc, "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore");
-    assert_eq!(documented, emitted, "update docs/macros.md with the expansion on the right");
+    let documented = fenced_after(
+        doc,
+        "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore",
+    );
+    assert_eq!(
+        documented, emitted,
+        "update docs/macros.md with the expansion on the right"
+    );
 }
