@@ -48,7 +48,8 @@ fn main() {
     let which = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "annotated".to_string());
-    let (huge, mid): (fn() -> Vec<u8>, fn() -> Vec<u8>) = match which.as_str() {
+    type Make = fn() -> Vec<u8>;
+    let (huge, mid): (Make, Make) = match which.as_str() {
         "plain" => (plain_huge, plain_mid),
         "annotated" => (annotated_huge, annotated_mid),
         other => panic!("usage: spec_zero plain|annotated, not {other}"),
