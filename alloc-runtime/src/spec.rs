@@ -216,6 +216,24 @@ impl<T> One<T> {
     pub const PLAN: Option<Plan> = plan(size_of::<T>(), align_of::<T>(), false);
     /// Inline plan for one `T` (zeroed).
     pub const PLAN_ZEROED: Option<Plan> = plan(size_of::<T>(), align_of::<T>(), true);
+    /// Whether a routine serves one `T` (the plain plan's fields follow, as plain constants,
+    /// so that even an unoptimised build passes them as immediates).
+    pub const SERVED: bool = Self::PLAN.is_some();
+    /// The plain plan's `tiny`.
+    pub const TINY: bool = match Self::PLAN {
+        Some(p) => p.tiny,
+        None => false,
+    };
+    /// The plain plan's class.
+    pub const CLASS: usize = match Self::PLAN {
+        Some(p) => p.class,
+        None => 0,
+    };
+    /// The plain plan's size.
+    pub const SIZE: usize = match Self::PLAN {
+        Some(p) => p.size,
+        None => 0,
+    };
 }
 
 /// The routines chosen for `[T; N]`, and the capacity a `Vec` gets from them.
@@ -351,10 +369,21 @@ pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
 #[inline(always)]
 #[must_use]
 pub fn boxed<T>(x: T) -> Box<T> {
-    if One::<T>::PLAN.is_none() {
+    if !One::<T>::SERVED {
         return Box::new(x);
     }
-    let mut p = take::<false>(One::<T>::PLAN);
+    let mut p = core::ptr::null_mut();
+    if installed() {
+        // SAFETY: the mark is set, and the constants are those of one plan (`One::<T>::PLAN`).
+        p = unsafe {
+            crate::heap::take_inline::<false>(
+                One::<T>::TINY,
+                One::<T>::CLASS,
+                One::<T>::SIZE,
+                One::<T>::PLAIN,
+            )
+        };
+    }
     if p.is_null() {
         // What `Box::new` does (the type is not zero-sized: it has a plan), written here so
         // that `x` is moved into the block in one place whichever way the block came.
