@@ -138,7 +138,68 @@ pub fn vec_zero<T: Zero, const N: usize>(_empty: Vec<T>, _zero: T) -> Vec<T> {
     unsafe { spec::vec_zeroed::<T, N>() }
 }
 
-/// `vec![a, b, c]`: capacity exactly `N`.
+/// `vec![a, b, c]` as rewritten by `#[specialize]`:
+/// `vec_list_finish(vec_list_put(vec_list_put(vec_list::<_, 2>(vec![]), a), b))`. As std's
+/// `vec!` does, the block is allocated *before* the elements are evaluated (an element that
+/// panics, returns early with `?` or reads an allocation counter sees it), and each element is
+/// moved into the block as it comes, so no array of all of them is built on the stack. On a
+/// panic or early return the elements written are dropped (last first, as the temporaries of
+/// std's array are) and the block freed.
+pub struct VecList<T, const N: usize> {
+    v: Vec<T>,
+}
+
+impl<T, const N: usize> Drop for VecList<T, N> {
+    #[inline]
+    fn drop(&mut self) {
+        while let Some(x) = self.v.pop() {
+            drop(x);
+        }
+        let v = core::mem::ManuallyDrop::new(core::mem::take(&mut self.v));
+        if core::mem::size_of::<[T; N]>() != 0 {
+            // SAFETY: the vector's block, of capacity `N` (`vec_list`), so allocated with the
+            // layout of `[T; N]`, empty now; freed here directly, as std frees its array's
+            // box, so that an allocation nothing used can be optimised away as std's is.
+            unsafe {
+                std::alloc::dealloc(v.as_ptr() as *mut u8, core::alloc::Layout::new::<[T; N]>())
+            };
+        }
+    }
+}
+
+/// The allocation of `vec![a, b, c]` (`_empty` is the user's `vec![]`): room for exactly `N`.
+#[inline(always)]
+#[must_use]
+pub fn vec_list<T, const N: usize>(_empty: Vec<T>) -> VecList<T, N> {
+    VecList {
+        v: spec::vec_for_array::<T, N>(),
+    }
+}
+
+/// Moves the next element of `vec![a, b, c]` into the block.
+#[inline(always)]
+#[must_use]
+pub fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: T) -> VecList<T, N> {
+    let len = list.v.len();
+    assert!(len < N, "vec_list_put: more than N elements");
+    // SAFETY: `len < N`, within the capacity of exactly `N` (at least `N` for zero-sized `T`).
+    unsafe {
+        list.v.as_mut_ptr().add(len).write(x);
+        list.v.set_len(len + 1);
+    }
+    list
+}
+
+/// The vector of `vec![a, b, c]`, once its `N` elements are in.
+#[inline(always)]
+#[must_use]
+pub fn vec_list_finish<T, const N: usize>(list: VecList<T, N>) -> Vec<T> {
+    assert_eq!(list.v.len(), N, "vec_list_finish: fewer than N elements");
+    let mut list = core::mem::ManuallyDrop::new(list);
+    core::mem::take(&mut list.v)
+}
+
+/// `vec![a, b, c]` from an array (`alloc!`'s former expansion): capacity exactly `N`.
 #[inline(always)]
 #[must_use]
 pub fn vec_from_array<T, const N: usize>(_empty: Vec<T>, a: [T; N]) -> Vec<T> {

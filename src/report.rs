@@ -312,6 +312,13 @@ pub mod counted {
         p::vec_zero::<T, N>(empty, zero)
     }
 
+    /// [`p::vec_list`], counted.
+    #[inline(always)]
+    pub fn vec_list<T, const N: usize>(site: &'static Site, empty: Vec<T>) -> p::VecList<T, N> {
+        site.hit(array_bytes::<T>(N), align_of::<T>());
+        p::vec_list::<T, N>(empty)
+    }
+
     /// [`p::vec_from_array`], counted.
     #[inline(always)]
     pub fn vec_from_array<T, const N: usize>(

@@ -25,3 +25,23 @@ fn generic_path_still_works_without_global_allocator() {
     // SAFETY: allocated just above with `layout`.
     unsafe { specalloc::dealloc(p, layout) };
 }
+
+/// Issue 22: without the mark every entry point goes to the std code at once (the mark is
+/// read first), with std's capacities; a large zeroed vector comes from `alloc_zeroed`.
+#[test]
+fn every_entry_point_does_what_std_does() {
+    use specalloc::spec;
+    assert!(!spec::installed());
+    let v = spec::vec_for_array::<u16, 3>();
+    assert_eq!((v.len(), v.capacity()), (0, 3));
+    // SAFETY: all-zero bytes are a valid `u64`.
+    let z = unsafe { spec::vec_zeroed::<u64, { 1 << 20 }>() };
+    assert_eq!((z.len(), z.capacity(), z[12345]), (1 << 20, 1 << 20, 0));
+    let s = spec::string_from::<5>("hello");
+    assert_eq!((s.as_str(), s.capacity()), ("hello", 5));
+    // SAFETY: zeroed just above.
+    let b = unsafe { spec::zeroed::<[u32; 8]>().assume_init() };
+    assert_eq!(*b, [0; 8]);
+    let v = spec::vec_from_elem::<_, 4>(String::from("x"));
+    assert_eq!((v.len(), v.capacity()), (4, 4));
+}

@@ -5,7 +5,7 @@
 //! function the site called (`Box::new`, `String::from`, `<str>::to_string`, an empty
 //! `vec![]`, ...) written as the user wrote it: the paths and imports the site used stay used.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Lit, LitStr, Token, Type};
@@ -26,6 +26,23 @@ impl Gen {
             Some(root) => root.clone(),
             None => quote_spanned!(sp=> ::specalloc),
         }
+    }
+
+    /// Gives the last token tree of a generated call (its argument list) the span `end` of
+    /// the original expression's last token tree (its argument list or the `vec!` delimiters):
+    /// rustc spans an expression from its first token to its last, so the rewritten call then
+    /// spans exactly the original expression, and underlines and suggestions (`.to_string()`
+    /// appended, `let binding = …;`) cover it whole, as without the attribute. The report form,
+    /// one block, is left as it is.
+    pub fn ending_at(&self, out: TokenStream, end: Span) -> TokenStream {
+        if self.report {
+            return out;
+        }
+        let mut trees: Vec<TokenTree> = out.into_iter().collect();
+        if let Some(TokenTree::Group(g)) = trees.last_mut() {
+            g.set_span(end);
+        }
+        trees.into_iter().collect()
     }
 
     /// A call of the entry point `entry` of `__private` (or of `__private::report`, counting
@@ -120,21 +137,23 @@ impl Gen {
         self.call(user, "vec_from_elem", generics, args, "vec![e; N]")
     }
 
-    /// `vec![a, b, c]`.
+    /// `vec![a, b, c]`: the block first (`vec_list`, counted under `report`), then each
+    /// element moved in as it is evaluated (`vec_list_put`), as std's `vec!` does.
     pub fn vec_from_array(
         &self,
         user: Span,
         empty: TokenStream,
         list: &Punctuated<Expr, Token![,]>,
     ) -> TokenStream {
-        let args = quote_spanned!(user=> #empty, [#list]);
-        self.call(
-            user,
-            "vec_from_array",
-            TokenStream::new(),
-            args,
-            "vec![a, b, ...]",
-        )
+        let sp = user;
+        let root = self.root(sp);
+        let n = Literal::usize_unsuffixed(list.len());
+        let generics = quote_spanned!(sp=> ::<_, #n>);
+        let mut acc = self.call(user, "vec_list", generics, empty, "vec![a, b, ...]");
+        for e in list {
+            acc = quote_spanned!(sp=> #root::__private::vec_list_put(#acc, #e));
+        }
+        quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }
 
     /// `Vec::with_capacity(N)` / `Vec::<T>::with_capacity(N)` (`std` is the callee as written).

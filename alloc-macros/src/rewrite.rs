@@ -265,7 +265,7 @@ impl<'g> Rewriter<'g> {
             }
             _ => return None,
         };
-        Some(out)
+        Some(self.gen.ending_at(out, call.paren_token.span.join()))
     }
 
     /// `"lit".to_string()` / `"lit".to_owned()`.
@@ -283,7 +283,8 @@ impl<'g> Rewriter<'g> {
         // (an imported `ToString` or `ToOwned` stays used).
         let method = &m.method;
         let std = quote::quote_spanned!(method.span()=> <str>::#method);
-        Some(self.gen.string_from(lit.span(), std, lit, what))
+        let out = self.gen.string_from(lit.span(), std, lit, what);
+        Some(self.gen.ending_at(out, m.paren_token.span.join()))
     }
 
     /// `Box::new` (and `new_uninit`, `new_zeroed`) used as a value.
@@ -309,11 +310,17 @@ impl<'g> Rewriter<'g> {
             let path = &mac.path;
             let bang = &mac.bang_token;
             let empty = quote::quote_spanned!(span=> #path #bang [] );
+            let end = match &mac.delimiter {
+                MacroDelimiter::Paren(d) => d.span.join(),
+                MacroDelimiter::Brace(d) => d.span.join(),
+                MacroDelimiter::Bracket(d) => d.span.join(),
+            };
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
                     self.visit_expr_mut(&mut e);
                     if let Some(len) = self.const_len(&n) {
-                        return Some(self.gen.vec_from_elem(span, empty, &e, &len));
+                        let out = self.gen.vec_from_elem(span, empty, &e, &len);
+                        return Some(self.gen.ending_at(out, end));
                     }
                     self.visit_expr_mut(&mut n);
                     if self.rewrites != before {
@@ -325,7 +332,8 @@ impl<'g> Rewriter<'g> {
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
                     }
-                    Some(self.gen.vec_from_array(span, empty, &list))
+                    let out = self.gen.vec_from_array(span, empty, &list);
+                    Some(self.gen.ending_at(out, end))
                 }
             }
         } else {
@@ -388,6 +396,21 @@ impl VisitMut for Rewriter<'_> {
                     None
                 }
             },
+            // `Box::new(x).len()`, `vec![1, 2].as_slice()`: a box or vector made only to call a
+            // method on is left as written, so that rustc's `unused_allocation` and clippy's
+            // `useless_vec` still fire (and any borrow error reads as without the attribute);
+            // the box's argument is walked.
+            Expr::MethodCall(m) if is_receiver_site(&m.receiver) => {
+                if let Expr::Call(call) = &mut *m.receiver {
+                    for arg in call.args.iter_mut() {
+                        self.visit_expr_mut(arg);
+                    }
+                }
+                for arg in m.args.iter_mut() {
+                    self.visit_expr_mut(arg);
+                }
+                None
+            }
             Expr::MethodCall(m) => {
                 visit_mut::visit_expr_method_call_mut(self, m);
                 self.method_call(m)
@@ -551,6 +574,15 @@ fn is_default_call(e: &Expr) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+/// A `Box::new(..)` call or a `vec!` invocation (the receivers left alone).
+fn is_receiver_site(e: &Expr) -> bool {
+    match e {
+        Expr::Call(call) => callee(&call.func)
+            .is_some_and(|c| c.family == Family::Box && c.method == "new" && call.args.len() == 1),
+        _ => is_vec_expr(e),
     }
 }
 

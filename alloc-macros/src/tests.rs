@@ -492,3 +492,60 @@ fn idempotent() {
     let twice = expand::specialize(quote!(), once.clone());
     assert_eq!(once.to_string(), twice.to_string());
 }
+
+/// Issue 22: the renamed-dependency check reads the manifest without a TOML crate.
+#[test]
+fn renamed_dependency_is_found_by_the_line_scan() {
+    use crate::validate::renamed_in;
+    assert_eq!(
+        renamed_in("[dependencies]\nspecalloc = { path = \"..\" }\n"),
+        None
+    );
+    assert_eq!(
+        renamed_in("[dependencies]\nsa = { package = \"specalloc\", path = \"..\" }\n"),
+        Some("sa".to_string())
+    );
+    assert_eq!(
+        renamed_in("[dev-dependencies.sa2]\npath = \"..\"\npackage = \"specalloc\"\n"),
+        Some("sa2".to_string())
+    );
+    assert_eq!(
+        renamed_in("[target.'cfg(unix)'.dependencies]\nx = { package = \"specalloc\" }\n"),
+        Some("x".to_string())
+    );
+    // Another package of the project, a comment, or another table: not the facade renamed.
+    assert_eq!(
+        renamed_in("[dependencies]\nrt = { package = \"specalloc-runtime\" }\n# y = { package = \"specalloc\" }\n[features]\nz = { package = \"specalloc\" }\n"),
+        None
+    );
+}
+
+/// The text between the line `start` (first match) and the next closing fence.
+fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
+    let at = doc
+        .find(start)
+        .unwrap_or_else(|| panic!("docs/macros.md: no {start:?}"));
+    let body = &doc[at + start.len()..];
+    let body = &body[body.find('\n').map_or(0, |i| i + 1)..];
+    &body[..body.find("```").expect("closing fence")]
+}
+
+/// Issue 22, item 6: the expansion `docs/macros.md` shows for its `build` example is what the
+/// attribute emits for it, pretty-printed.
+#[test]
+fn documented_expansion_is_what_the_macro_emits() {
+    let doc = include_str!("../../docs/macros.md");
+    let example = fenced_after(doc, "```rust\nuse specalloc::specialize;");
+    let item =
+        &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
+    let item: TokenStream = item.parse().expect("the example parses");
+    let emitted = specialize(TokenStream::new(), item);
+    let documented = fenced_after(
+        doc,
+        "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore",
+    );
+    assert_eq!(
+        documented, emitted,
+        "update docs/macros.md with the expansion on the right"
+    );
+}

@@ -134,12 +134,63 @@ pub fn not_repeated(target: &Target) -> syn::Result<()> {
 /// specalloc under another name (`sa = { package = "specalloc" }`), that path would not
 /// resolve, so say which option fixes it, on the attribute's span.
 pub fn not_renamed(span: Span) -> syn::Result<()> {
-    match proc_macro_crate::crate_name("specalloc") {
-        Ok(proc_macro_crate::FoundCrate::Name(name)) if name != "specalloc" => {
-            Err(renamed_error(span, &name))
-        }
-        _ => Ok(()),
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        return Ok(());
+    };
+    let path = std::path::Path::new(&dir).join("Cargo.toml");
+    let Ok(manifest) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    match renamed_in(&manifest) {
+        Some(name) => Err(renamed_error(span, &name)),
+        None => Ok(()),
     }
+}
+
+/// The name under which a manifest depends on the package `specalloc`, when it is not
+/// `specalloc`: a dependency line `name = { package = "specalloc", ... }` or a table
+/// `[dependencies.name]` (also under `dev-`, `build-` and target dependencies) holding
+/// `package = "specalloc"`. A line scan, not a TOML parser (the macros depend on `syn`,
+/// `quote` and `proc-macro2` only): enough for the way manifests write dependencies; anything
+/// it misses still fails to compile, with rustc's error on `::specalloc`.
+pub fn renamed_in(manifest: &str) -> Option<String> {
+    let is_package = |s: &str| {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        s.contains("package=\"specalloc\"") || s.contains("package='specalloc'")
+    };
+    // The dependency a `[...dependencies.NAME]` table header names.
+    let mut table_dep: Option<String> = None;
+    let mut in_deps = false;
+    for raw in manifest.lines() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            let header = line.trim_matches(|c| c == '[' || c == ']').trim();
+            table_dep = None;
+            in_deps = false;
+            if let Some(i) = header.find("dependencies") {
+                let rest = &header[i + "dependencies".len()..];
+                if rest.is_empty() {
+                    in_deps = true;
+                } else if let Some(name) = rest.strip_prefix('.') {
+                    table_dep = Some(name.trim().trim_matches('"').to_string());
+                }
+            }
+            continue;
+        }
+        if let Some(name) = &table_dep {
+            if line.starts_with("package") && is_package(line) && name != "specalloc" {
+                return Some(name.clone());
+            }
+        } else if in_deps {
+            if let Some((key, value)) = line.split_once('=') {
+                let key = key.trim().trim_matches('"');
+                if key != "specalloc" && is_package(value) {
+                    return Some(key.to_string());
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The error for a dependency renamed to `name`.

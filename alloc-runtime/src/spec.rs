@@ -18,8 +18,14 @@
 //! global allocator, so a wrapper (counting, header-adding, ...) can never be installed alongside
 //! the mark. Without the mark (a hand-written `#[global_allocator]`, a wrapper, another
 //! allocator, a library's tests), every entry point silently does what the std code it stands
-//! for does, through the global allocator, whatever it is: the routines return null on their
-//! first call on each thread, which sends the entry point to its std fallback.
+//! for does, through the global allocator, whatever it is: the mark is one process-wide flag
+//! decided before `main`, which each entry point reads first (one load and one branch), so the
+//! std code is all a program without it runs.
+//!
+//! With the mark, an entry point takes its block inline: the allocation fast path with the size
+//! class and size as constants (what the generic path becomes at a constant layout, without its
+//! size-class lookup), calling the routine of that class out of line only when the thread's
+//! current span of the class is empty.
 //!
 //! With the cargo feature `no-size-specialized` (Go's `GOEXPERIMENT=nosizespecializedmalloc`),
 //! every entry point calls the global allocator instead, with the same results: build a program
@@ -119,6 +125,73 @@ const fn pick(size: usize, align: usize, zeroed: bool, fallback: Routine) -> Rou
     }
 }
 
+/// How an entry point takes a block inline when the mark is set (an implementation detail of
+/// the entry points): the class and size the routine serves, and the routine, called on a
+/// miss.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Plan {
+    tiny: bool,
+    class: usize,
+    size: usize,
+    routine: Routine,
+}
+
+impl Plan {
+    /// A block from the plan's class, or null: without the mark (nothing is allocated then,
+    /// and the caller does what std does) or when the OS refuses memory.
+    #[inline(always)]
+    fn take<const ZEROED: bool>(self) -> *mut u8 {
+        if !installed() {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the mark is set, and the plan's routine serves its class and size (`plan`).
+        unsafe {
+            crate::heap::take_inline::<ZEROED>(self.tiny, self.class, self.size, self.routine)
+        }
+    }
+}
+
+/// The inline plan for `size` bytes at `align`: `None` where no routine serves the layout (or
+/// with the opt-out switch). The class and size are those the routine itself passes to the
+/// fast path (`tools/gen_routines.rs`).
+const fn plan(size: usize, align: usize, zeroed: bool) -> Option<Plan> {
+    if !SIZE_SPECIALIZED {
+        return None;
+    }
+    let routine = match routine(size, align, zeroed) {
+        Some(r) => r,
+        None => return None,
+    };
+    let (tiny, class, size) = if size <= crate::size_class::TINY_MAX {
+        (true, 0, size)
+    } else if size <= 8 {
+        (false, 1, size)
+    } else if size < 16 {
+        (false, 2, size)
+    } else {
+        match route(size, align) {
+            Route::Small(c) => (false, c, crate::size_class::class_size(c)),
+            _ => return None,
+        }
+    };
+    Some(Plan {
+        tiny,
+        class,
+        size,
+        routine,
+    })
+}
+
+/// A block for `plan`, or null (no plan, no mark, or no memory).
+#[inline(always)]
+fn take<const ZEROED: bool>(plan: Option<Plan>) -> *mut u8 {
+    match plan {
+        Some(plan) => plan.take::<ZEROED>(),
+        None => core::ptr::null_mut(),
+    }
+}
+
 /// The routines chosen for one `T`, as constants (an implementation detail of the entry
 /// points, public for the macros).
 #[doc(hidden)]
@@ -139,6 +212,28 @@ impl<T> One<T> {
         true,
         fallback_one::<T, true>,
     );
+    /// Inline plan for one `T` (plain).
+    pub const PLAN: Option<Plan> = plan(size_of::<T>(), align_of::<T>(), false);
+    /// Inline plan for one `T` (zeroed).
+    pub const PLAN_ZEROED: Option<Plan> = plan(size_of::<T>(), align_of::<T>(), true);
+    /// Whether a routine serves one `T` (the plain plan's fields follow, as plain constants,
+    /// so that even an unoptimised build passes them as immediates).
+    pub const SERVED: bool = Self::PLAN.is_some();
+    /// The plain plan's `tiny`.
+    pub const TINY: bool = match Self::PLAN {
+        Some(p) => p.tiny,
+        None => false,
+    };
+    /// The plain plan's class.
+    pub const CLASS: usize = match Self::PLAN {
+        Some(p) => p.class,
+        None => 0,
+    };
+    /// The plain plan's size.
+    pub const SIZE: usize = match Self::PLAN {
+        Some(p) => p.size,
+        None => 0,
+    };
 }
 
 /// The routines chosen for `[T; N]`, and the capacity a `Vec` gets from them.
@@ -156,6 +251,10 @@ impl<T, const N: usize> Array<T, N> {
     pub const PLAIN: Routine = pick(Self::BYTES, align_of::<T>(), false, fallback_array);
     /// Zeroing routine for `N` elements.
     pub const ZEROED: Routine = pick(Self::BYTES, align_of::<T>(), true, fallback_array);
+    /// Inline plan for `N` elements (plain).
+    pub const PLAN: Option<Plan> = plan(Self::BYTES, align_of::<T>(), false);
+    /// Inline plan for `N` elements (zeroed).
+    pub const PLAN_ZEROED: Option<Plan> = plan(Self::BYTES, align_of::<T>(), true);
 }
 
 pub use crate::mark::{__declare_global_allocator, installed};
@@ -229,7 +328,7 @@ macro_rules! install {
 #[inline(always)]
 #[must_use]
 pub fn uninit<T>() -> Box<MaybeUninit<T>> {
-    let p = (One::<T>::PLAIN)();
+    let p = take::<false>(One::<T>::PLAN);
     if p.is_null() {
         return Box::new_uninit();
     }
@@ -252,7 +351,7 @@ pub fn uninit<T>() -> Box<MaybeUninit<T>> {
 #[inline(always)]
 #[must_use]
 pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
-    let p = (One::<T>::ZEROED)();
+    let p = take::<true>(One::<T>::PLAN_ZEROED);
     if p.is_null() {
         return Box::new_zeroed();
     }
@@ -270,15 +369,44 @@ pub fn zeroed<T>() -> Box<MaybeUninit<T>> {
 #[inline(always)]
 #[must_use]
 pub fn boxed<T>(x: T) -> Box<T> {
-    let p = (One::<T>::PLAIN)();
-    if p.is_null() {
+    if !One::<T>::SERVED {
         return Box::new(x);
     }
-    // SAFETY: `p` is a live block for one `T` (see `uninit`); writing initialises it.
+    let mut p = core::ptr::null_mut();
+    if installed() {
+        // SAFETY: the mark is set, and the constants are those of one plan (`One::<T>::PLAN`).
+        p = unsafe {
+            crate::heap::take_inline::<false>(
+                One::<T>::TINY,
+                One::<T>::CLASS,
+                One::<T>::SIZE,
+                One::<T>::PLAIN,
+            )
+        };
+    }
+    if p.is_null() {
+        // What `Box::new` does (the type is not zero-sized: it has a plan), written here so
+        // that `x` is moved into the block in one place whichever way the block came.
+        p = std_alloc(Layout::new::<T>());
+    }
+    // SAFETY: `p` is a live block for one `T`, from a routine (see `uninit`) or from the
+    // global allocator with `T`'s layout, as `Box::new` takes it; writing initialises it.
     unsafe {
         p.cast::<T>().write(x);
         Box::from_raw(p.cast())
     }
+}
+
+/// What `Box::new` does for a type that is not zero-sized: a block of the global allocator,
+/// `handle_alloc_error` when it refuses.
+#[inline(always)]
+fn std_alloc(layout: Layout) -> *mut u8 {
+    // SAFETY: the callers' layouts are not zero-sized.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    p
 }
 
 /// An empty `Vec` with room for exactly `N` elements (`Vec::with_capacity(N)`, specialised),
@@ -297,13 +425,38 @@ pub fn vec_with_capacity<T, const N: usize>() -> Vec<T> {
     if size_of::<T>() == 0 || N == 0 {
         return Vec::with_capacity(N);
     }
-    let p = (Array::<T, N>::PLAIN)();
+    let p = take::<false>(Array::<T, N>::PLAN);
     if p.is_null() {
         return Vec::with_capacity(N);
     }
     // SAFETY: `p` is a block for `N` elements of `T` from a routine (so `SpecAlloc` itself is
     // the global allocator, see `uninit`), in the size class that `N * size_of::<T>()` maps
     // to, so `Vec` frees or grows it with a layout of the same class.
+    unsafe { Vec::from_raw_parts(p.cast(), 0, N) }
+}
+
+/// An empty `Vec` with room for exactly `N` elements, allocated as std's `vec![a, b, ...]`
+/// allocates its array `[T; N]` (`Box::new`'s path, at the array's layout, which cannot
+/// overflow: the type exists), through the routine of its size when one serves it.
+///
+/// ```
+/// # specalloc_runtime::install!();
+/// let v = specalloc_runtime::spec::vec_for_array::<u16, 3>();
+/// assert_eq!((v.len(), v.capacity()), (0, 3));
+/// ```
+#[inline(always)]
+#[must_use]
+pub fn vec_for_array<T, const N: usize>() -> Vec<T> {
+    if size_of::<[T; N]>() == 0 {
+        return Vec::with_capacity(N);
+    }
+    let mut p = take::<false>(Array::<T, N>::PLAN);
+    if p.is_null() {
+        p = std_alloc(Layout::new::<[T; N]>());
+    }
+    // SAFETY: `p` is a block for `N` elements of `T`, from a routine (see `vec_with_capacity`)
+    // or from the global allocator with the layout of `[T; N]`, which is the layout a `Vec` of
+    // capacity `N` frees with.
     unsafe { Vec::from_raw_parts(p.cast(), 0, N) }
 }
 
@@ -346,20 +499,48 @@ pub unsafe fn vec_zeroed<T, const N: usize>() -> Vec<T> {
     let p = if size_of::<T>() == 0 || N == 0 {
         core::ptr::null_mut()
     } else {
-        (Array::<T, N>::ZEROED)()
+        take::<true>(Array::<T, N>::PLAN_ZEROED)
     };
     if p.is_null() {
-        let mut v = Vec::with_capacity(N);
-        // SAFETY: room for `N` elements; all-zero bytes are a valid `T` by the caller.
-        unsafe {
-            core::ptr::write_bytes(v.as_mut_ptr(), 0, N);
-            v.set_len(N);
-        }
-        return v;
+        // SAFETY: forwarded (all-zero bytes are a valid `T`).
+        return unsafe { std_zeroed::<T>(N) };
     }
     // SAFETY: as in `vec_with_capacity`; the `N` elements read zero, a valid `T` by the
     // caller's guarantee.
     unsafe { Vec::from_raw_parts(p.cast(), N, N) }
+}
+
+/// What std's `vec![0; n]` does: a zeroed allocation of the global allocator
+/// (`alloc_zeroed`, whose fresh pages are zero without being touched), capacity exactly `n`;
+/// "capacity overflow" and `handle_alloc_error` as std.
+///
+/// # Safety
+/// All-zero bytes must be a valid `T`.
+#[inline]
+unsafe fn std_zeroed<T>(n: usize) -> Vec<T> {
+    if size_of::<T>() == 0 || n == 0 {
+        let mut v = Vec::with_capacity(n);
+        // SAFETY: room for `n` elements (zero-sized ones, or none); all-zero bytes are a valid
+        // `T` by the caller, so writing them initialises the elements.
+        unsafe {
+            core::ptr::write_bytes(v.as_mut_ptr(), 0, n);
+            v.set_len(n);
+        }
+        return v;
+    }
+    let layout = match Layout::array::<T>(n) {
+        Ok(l) if l.size() <= isize::MAX as usize => l,
+        // Panics with std's "capacity overflow".
+        _ => return Vec::with_capacity(n),
+    };
+    // SAFETY: a non-zero-sized layout.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: a block of the global allocator for `n` elements of `T` (the layout `Vec` frees
+    // with), all bytes zero, a valid `T` by the caller.
+    unsafe { Vec::from_raw_parts(p.cast(), n, n) }
 }
 
 /// `vec![a, b, c]`: the array's elements moved into a vector allocated through the routine of

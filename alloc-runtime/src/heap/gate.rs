@@ -2,12 +2,17 @@
 //! path, but through a thread-local of their own (`SPEC_HEAP`) that stays the sentinel until the
 //! first routine called on the thread has checked that blocks from the routines may be handed
 //! out at all, that is that `install!` declared `SpecAlloc` itself as the global allocator (see
-//! [`ensure_spec_heap`]); otherwise the routines return null and the entry points use std. Every later call goes straight to the fast path: the
-//! check costs nothing after the first miss.
+//! [`ensure_spec_heap`]); otherwise the routines return null.
+//!
+//! The entry points of `spec.rs` do not call a routine first: they read the process-wide mark
+//! (`mark::installed`, decided before `main`), one load and one branch, and without it go
+//! straight to the std code they stand for; with it they take the block inline ([`take_inline`],
+//! the fast path with the class and size as constants, which is what the generic path becomes
+//! at a constant layout once inlined, minus the size-class lookup) and call the routine out of
+//! line only on a miss.
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::fast::{alloc_tiny_in, alloc_wide_in};
 use super::{current_heap, empty_heap, lifecycle, slow, Heap, EMPTY_HEAP};
@@ -45,6 +50,46 @@ pub(crate) fn alloc_tiny_spec<const ZEROED: bool>() -> *mut u8 {
     unsafe { alloc_tiny_in::<ZEROED>(spec_heap(), alloc_slow_spec) }
 }
 
+/// The entry points' inline fast path, for a program whose mark is set (the caller checked
+/// [`crate::mark::installed`]): a block of size class `class` (`size` bytes cleared when
+/// `ZEROED`), or of the tiny class when `tiny`, from this thread's heap; on a miss, `routine`
+/// (the out-of-line routine of the same class and size, which takes the slow path), so that
+/// every use of a class still names its routine in the binary. Null only when the OS refuses
+/// memory.
+///
+/// # Safety
+/// `routine` must serve the same class (and zeroing) as `tiny`/`class`/`size`, and
+/// [`crate::mark::installed`] must have returned `true`: the block is handed to `Box`/`Vec`,
+/// which free it through the global allocator, so that must be `SpecAlloc` itself.
+#[inline(always)]
+pub(crate) unsafe fn take_inline<const ZEROED: bool>(
+    tiny: bool,
+    class: usize,
+    size: usize,
+    routine: fn() -> *mut u8,
+) -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel, whose spans have no free
+    // block (the miss then calls `routine`, which gives the thread a heap).
+    let p = unsafe {
+        if tiny {
+            alloc_tiny_in::<ZEROED>(current_heap(), miss)
+        } else {
+            alloc_wide_in::<ZEROED>(current_heap(), class, size, miss)
+        }
+    };
+    if p.is_null() {
+        routine()
+    } else {
+        p
+    }
+}
+
+/// The inline fast path's miss: null, which [`take_inline`] turns into a call of the routine.
+#[inline(always)]
+fn miss(_class: usize, _size: usize, _zeroed: bool) -> *mut u8 {
+    ptr::null_mut()
+}
+
 #[cold]
 #[inline(never)]
 fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
@@ -59,9 +104,9 @@ fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// the thread a heap. Blocks from these routines are handed to `Box`/`Vec`, which free them
 /// through the global allocator: a wrapper or another allocator would see blocks it never
 /// allocated, so without the mark this returns `false` and the routine returns null, which
-/// sends the entry point (`spec.rs`) to the std code it stands for. The thread's routine heap
-/// stays the sentinel then, so each call asks again (cheaply: one load), and a thread that
-/// started before the mark was set picks it up.
+/// sends the caller to the std code it stands for. The thread's routine heap stays the sentinel
+/// then, so each call asks again; only a direct call of a routine gets here without the mark,
+/// because the entry points read the mark themselves first.
 #[cold]
 #[inline(never)]
 fn ensure_spec_heap() -> bool {
@@ -79,34 +124,6 @@ fn ensure_spec_heap() -> bool {
             None => return false,
         };
     }
-    if !VERIFIED.load(Ordering::Acquire) {
-        verify_global_allocator();
-    }
     SPEC_HEAP.with(|c| c.set(heap));
     true
-}
-
-/// Whether [`verify_global_allocator`] has run.
-static VERIFIED: AtomicBool = AtomicBool::new(false);
-
-/// A sanity check of the mark, once per process: a block of the global allocator must be one
-/// of specalloc's. It cannot fail when the mark was set by `install!` (whose
-/// `#[global_allocator]` is `SpecAlloc`); it guards against a misuse of the hidden marking
-/// function with another allocator installed.
-#[cold]
-fn verify_global_allocator() {
-    let layout = core::alloc::Layout::from_size_align(24, 8).expect("valid layout");
-    // SAFETY: a non-zero-sized layout; the block is freed right below with the same layout.
-    let p = unsafe { std::alloc::alloc(layout) };
-    let ours = p.is_null() || crate::chunk::owns(p);
-    if !p.is_null() {
-        // SAFETY: allocated just above by the global allocator with `layout`.
-        unsafe { std::alloc::dealloc(p, layout) };
-    }
-    assert!(
-        ours,
-        "specalloc: the global allocator was marked as SpecAlloc, but its blocks are not \
-         specalloc's (was `spec::__declare_global_allocator` called by hand?)"
-    );
-    VERIFIED.store(true, Ordering::Release);
 }

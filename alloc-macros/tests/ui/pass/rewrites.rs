@@ -341,11 +341,12 @@ fn explicit() {
 fn reported(n: usize) -> usize {
     let mut total = 0;
     for _ in 0..n {
-        total += Box::new([1u64, 2, 3]).len();
+        let b = Box::new([1u64, 2, 3]);
+        total += b.len();
     }
     total
 }
-const REPORTED_LINE: u32 = line!() - 4;
+const REPORTED_LINE: u32 = line!() - 5;
 
 fn main() {
     let (a, b, c, d) = generic(String::from("g"));

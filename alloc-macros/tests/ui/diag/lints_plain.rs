@@ -1,0 +1,18 @@
+// Issue 22, item 4: rustc lints fire as without the attribute.
+#![deny(unused_allocation, unreachable_code)]
+specalloc::install!(static GLOBAL);
+
+// (plain: the same code without the attribute)
+fn f() -> usize {
+    Box::new([1u8, 2]).len()
+}
+
+// (plain: the same code without the attribute)
+fn g() -> Vec<u32> {
+    vec![1, todo!(), 3]
+}
+
+fn main() {
+    f();
+    g();
+}
