@@ -434,3 +434,15 @@ pub(crate) fn huge_layout(p: *mut u8) -> (usize, usize) {
     let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
     (h.size, h.align)
 }
+
+/// Usable bytes of the live huge object at `p`: its mapping less the header page (for the C
+/// API's `malloc_usable_size` and `realloc`, which know only the pointer; see `cabi.rs`).
+///
+/// # Safety
+/// `p` was returned by [`alloc_large`] for a huge object that is still live.
+pub(crate) unsafe fn huge_usable(p: *mut u8) -> usize {
+    // SAFETY: a huge object has its header in the page before it (the caller's guarantee).
+    let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    h.len - OS_PAGE
+}
