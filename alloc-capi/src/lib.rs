@@ -324,3 +324,84 @@ pub extern "C" fn specalloc_stats_print(fd: c_int) -> c_int {
 pub extern "C" fn specalloc_collect() -> usize {
     specalloc_runtime::collect().returned_to_os()
 }
+
+/// The environment variable naming a file to which each process appends one line of counters
+/// when it exits (`exit`, or a return from `main`): `specalloc pid=… allocs=… frees=…
+/// live=… heaps=…`. For checking that a program (and every program it starts, which inherits
+/// `LD_PRELOAD` and the variable) ran on specalloc.
+pub const STATS_AT_EXIT: &core::ffi::CStr = c"SPECALLOC_STATS_AT_EXIT";
+
+/// Runs before `main` (and before the constructors of libraries loaded after this one): arms
+/// the report at exit when [`STATS_AT_EXIT`] is set. Takes no lock and allocates only through
+/// `atexit`, whose first entries are static.
+extern "C" fn on_load() {
+    // SAFETY: a NUL-terminated name; getenv only reads the environment.
+    if !unsafe { libc::getenv(STATS_AT_EXIT.as_ptr()) }.is_null() {
+        // SAFETY: `report_at_exit` has the handler signature and lives as long as the process.
+        unsafe { libc::atexit(report_at_exit) };
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// A fixed buffer that formats without allocating.
+struct Line {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl core::fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Appends this process's counters to the file [`STATS_AT_EXIT`] names.
+extern "C" fn report_at_exit() {
+    use core::fmt::Write;
+    // SAFETY: as in `on_load`.
+    let path = unsafe { libc::getenv(STATS_AT_EXIT.as_ptr()) };
+    if path.is_null() {
+        return;
+    }
+    let s = specalloc_runtime::stats();
+    let mut line = Line {
+        buf: [0; 256],
+        len: 0,
+    };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let r = writeln!(
+        line,
+        "specalloc pid={pid} allocs={} frees={} live={} heaps={}",
+        s.allocs, s.frees, s.live_objects, s.heaps
+    );
+    if r.is_err() {
+        return;
+    }
+    // SAFETY: `path` is a NUL-terminated string from getenv; the descriptor is closed below.
+    let fd = unsafe {
+        libc::open(
+            path,
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: writes from a live buffer of `line.len` bytes to the descriptor opened above;
+    // one `write` of a short line to an O_APPEND file keeps lines of processes apart.
+    unsafe {
+        libc::write(fd, line.buf.as_ptr().cast(), line.len);
+        libc::close(fd);
+    }
+}
