@@ -4,18 +4,47 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-/// `libspecalloc.so` as cargo built it for this test run: next to the test binary (cargo puts
-/// the library target's cdylib in the same `deps` directory), or one directory up.
+/// `libspecalloc.so`, built once per test binary by a cargo of its own (`cargo build --release
+/// -p specalloc-capi`, offline, into a target directory of its own under `target/`, so that
+/// it never waits on the lock of the cargo running the tests; a second test binary finds it
+/// up to date). `SPECALLOC_SO` names a library to use instead.
 pub fn lib() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().expect("test binary directory");
-    for cand in [dir.join("libspecalloc.so"), dir.join("../libspecalloc.so")] {
-        if cand.exists() {
-            return cand.canonicalize().expect("library path");
-        }
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(build_lib).clone()
+}
+
+fn build_lib() -> PathBuf {
+    if let Some(p) = std::env::var_os("SPECALLOC_SO") {
+        return PathBuf::from(p);
     }
-    panic!("libspecalloc.so not found next to {}", exe.display());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../capi-build");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let o = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--offline",
+            "--quiet",
+            "-p",
+            "specalloc-capi",
+        ])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    assert!(
+        o.status.success(),
+        "building libspecalloc.so failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let so = target.join("release/libspecalloc.so");
+    assert!(so.exists(), "{} missing after the build", so.display());
+    so.canonicalize().expect("library path")
 }
 
 /// The crate's `include` directory (`specalloc.h`).
