@@ -63,8 +63,9 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     if size > MAX_REQUEST || align > MAX_REQUEST {
         return ptr::null_mut();
     }
-    // A mapping of its own, aligned to a chunk so that `free` can tell it from a block.
-    large::alloc_large(size, align.max(CHUNK_SIZE), zero)
+    // A mapping of its own, aligned to a chunk so that `free` can tell it from a block (and
+    // reusing a freed one of the same kind when the cache has one that fits).
+    large::alloc_huge_aligned(size, align.max(CHUNK_SIZE), zero)
 }
 
 /// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
@@ -210,8 +211,13 @@ pub unsafe fn usable_size(p: *mut u8) -> usize {
 }
 
 /// `realloc(p, size)` for a live `p` and `size > 0`: resizes in place when the block stays in
-/// its size class (or keeps its page count, or is a huge mapping at most twice as big as
-/// needed), else moves it. Null when memory is refused, with `p` untouched and still live.
+/// its size class, or is a page run or a huge mapping at most twice as big as needed; a huge
+/// mapping that stays huge moves its pages (`mremap`), not its bytes; anything else is copied
+/// to a new block. A page run or a huge mapping that grows gets room for half as much again (a
+/// buffer grown by small appends, as readers of input of unknown length grow theirs, then moves
+/// a logarithmic number of times instead of once per page; the room costs address space, not
+/// memory, until it is written). Null when memory is refused, with `p` untouched and still
+/// live.
 ///
 /// ```
 /// let p = specalloc_runtime::cabi::malloc(10);
@@ -245,23 +251,49 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
             span_block_size(class)
         }
         Kind::Medium(s) => {
-            let pages = s.npages.get() as usize;
-            if size > MAX_SMALL_SIZE && size <= MEDIUM_MAX && size.div_ceil(PAGE_SIZE) == pages {
+            let bytes = s.npages.get() as usize * PAGE_SIZE;
+            if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
                 s.large_size.set(size);
                 return p;
             }
-            pages * PAGE_SIZE
+            bytes
         }
         Kind::Huge => {
             // SAFETY: a live huge object.
             let body = unsafe { large::huge_usable(p) };
-            if size > MEDIUM_MAX && size <= body && size > body / 2 {
-                return p;
+            if size > MEDIUM_MAX {
+                if size <= body && size > body / 2 {
+                    return p;
+                }
+                // Move the pages, not the bytes (with room to grow, when growing).
+                let roomy = if size > body {
+                    size.max(body.saturating_add(body / 2))
+                } else {
+                    size
+                };
+                for want in [roomy, size] {
+                    if want <= MAX_REQUEST {
+                        // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
+                        // success only the result is used.
+                        if let Some(q) = unsafe { large::remap_huge_aligned(p, want, CHUNK_SIZE) } {
+                            return q;
+                        }
+                    }
+                }
             }
             body
         }
     };
-    let q = malloc(size);
+    let mut q = ptr::null_mut();
+    if size > old && size > MAX_SMALL_SIZE {
+        let roomy = size.max(old.saturating_add(old / 2));
+        if roomy <= MAX_REQUEST {
+            q = malloc(roomy);
+        }
+    }
+    if q.is_null() {
+        q = malloc(size);
+    }
     if q.is_null() {
         return q;
     }
