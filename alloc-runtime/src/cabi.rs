@@ -48,7 +48,7 @@ const MAX_REQUEST: usize = isize::MAX as usize - 2 * CHUNK_SIZE;
 /// Allocates `size` bytes (at least 1) aligned to `align` (a power of two, at least the
 /// [`default_align`] of `size`); zeroed when `zero`. Null when the OS refuses memory or the
 /// size is impossible.
-#[inline]
+#[inline(always)]
 fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     debug_assert!(align.is_power_of_two() && align >= default_align(size));
     if size <= MEDIUM_MAX && align <= PAGE_SIZE {
@@ -171,7 +171,7 @@ fn check_free(p: *mut u8, kind: &Kind<'_>) {
 /// `p` is null, or a live block from [`malloc`], [`calloc`], [`memalign`] or [`realloc`] (or a
 /// live chunk-backed block from the `GlobalAlloc` entry points: anything but a huge object),
 /// not used after this call.
-#[inline]
+#[inline(always)]
 pub unsafe fn free(p: *mut u8) {
     if p.is_null() {
         return;
