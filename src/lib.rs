@@ -67,6 +67,7 @@
 //! | `checked` | misuse (double free, foreign pointer, wrong `Layout`) aborts at once with a message naming the fault and the address |
 //! | `no-size-specialized` | the opt-out switch (Go's `GOEXPERIMENT=nosizespecializedmalloc`): every specialised entry point and rewritten site calls the global allocator's generic path, with the same results; build a program both ways to measure what specialisation buys it |
 //! | `serde` | `Serialize`/`Deserialize` for [`Stats`] and [`ClassStats`] (statistics as JSON) |
+//! | `override` | a binary that calls [`install!`] also exports C's `malloc` family, so the C code linked into it allocates from specalloc (see [`install!`]) |
 //! | `compare-mimalloc`, `compare-system` | for the repository's examples only: another global allocator, to compare |
 //!
 //! Cargo unifies features across a build: build the two sides of an A/B comparison in separate
@@ -147,12 +148,45 @@ pub use report::{sites, SiteRoute, SiteStats};
 /// static OTHER: std::alloc::System = std::alloc::System;
 /// # fn main() {}
 /// ```
+///
+/// With the `override` feature, the binary also exports C's `malloc` family (`malloc`, `free`,
+/// `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`, `malloc_usable_size`, …, see
+/// `specalloc-malloc`), so the C code linked into it (a `-sys` crate, code built with the `cc`
+/// crate) and the C library's own allocations (`strdup`, stdio buffers) come to specalloc too.
 #[macro_export]
 macro_rules! install {
     ($($input:tt)*) => {
         $crate::runtime::install!($($input)*);
+        $crate::__keep_malloc!();
     };
 }
+
+/// With the `override` feature: a reference from the binary to every exported C function, so
+/// that the linker keeps them (an rlib's object is linked only when something refers to it).
+#[cfg(feature = "override")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __keep_malloc {
+    () => {
+        const _: () = {
+            #[used]
+            static __SPECALLOC_KEEP_MALLOC: &$crate::__malloc::Keep = &$crate::__malloc::KEEP;
+        };
+    };
+}
+
+/// Without the `override` feature: nothing.
+#[cfg(not(feature = "override"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __keep_malloc {
+    () => {};
+}
+
+/// The C `malloc` family the `override` feature exports (see [`install!`]).
+#[cfg(feature = "override")]
+#[doc(hidden)]
+pub use specalloc_malloc as __malloc;
 
 /// Rewrites the allocation sites of a function, method, impl block, trait or inline module
 /// into calls of the size-specialised entry points ([`spec`]), which pick their routine from

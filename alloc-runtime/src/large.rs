@@ -506,3 +506,135 @@ pub(crate) fn huge_layout(p: *mut u8) -> (usize, usize) {
     let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
     (h.size, h.align)
 }
+
+/// Usable bytes of the live huge object at `p`: its mapping less the header page (for the C
+/// API's `malloc_usable_size` and `realloc`, which know only the pointer; see `cabi.rs`).
+///
+/// # Safety
+/// `p` was returned by [`alloc_large`] for a huge object that is still live.
+pub(crate) unsafe fn huge_usable(p: *mut u8) -> usize {
+    // SAFETY: a huge object has its header in the page before it (the caller's guarantee).
+    let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    h.len - OS_PAGE
+}
+
+/// For the C API (`cabi.rs`): allocates a huge object at an address that is a multiple of
+/// `align` (a power of two, at least the chunk size), from a cached mapping whose object is so
+/// aligned when one fits (the C API's freed mappings are), else from a new mapping. Like
+/// [`alloc_huge`], whose cache only serves page-aligned requests.
+pub(crate) fn alloc_huge_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
+    debug_assert!(align.is_power_of_two() && align > PAGE_SIZE);
+    let Some(need) = size
+        .max(1)
+        .checked_next_multiple_of(OS_PAGE)
+        .and_then(|b| b.checked_add(OS_PAGE))
+    else {
+        return ptr::null_mut();
+    };
+    if CACHE_BYTES.load(Ordering::Relaxed) > 0 {
+        let taken = {
+            let mut c = CACHE.lock();
+            let found = (0..c.len).find(|&i| {
+                let (base, len) = c.entries[i];
+                len >= need && len - need <= need / 4 && (base + OS_PAGE).is_multiple_of(align)
+            });
+            found.map(|i| {
+                let e = c.entries[i];
+                let n = c.len;
+                c.entries.copy_within(i + 1..n, i);
+                c.len -= 1;
+                CACHE_BYTES.fetch_sub(e.1, Ordering::Relaxed);
+                e
+            })
+        };
+        if let Some((base, len)) = taken {
+            // SAFETY: a cached mapping is ours, unused, and at least `need` bytes long; the
+            // header page is its first page, the object follows.
+            unsafe {
+                (base as *mut HugeHeader).write(HugeHeader {
+                    magic: HUGE_LIVE,
+                    base,
+                    len,
+                    size,
+                    align,
+                });
+                if zero {
+                    ptr::write_bytes((base + OS_PAGE) as *mut u8, 0, size);
+                }
+            }
+            huge_in_use(len as isize);
+            stats::large_alloc(len);
+            return (base + OS_PAGE) as *mut u8;
+        }
+    }
+    alloc_huge(size, align, zero)
+}
+
+/// For the C API (`cabi.rs`): resizes the huge object at `p`, which [`alloc_huge_aligned`]
+/// placed at a multiple of `align`, to `new` bytes by moving its pages (`mremap`, no copy) into
+/// a new place at a multiple of `align` again: a reservation is mapped there first, and the
+/// move replaces it. `None` when the OS refuses (the object is then untouched).
+///
+/// # Safety
+/// `p` is a live huge object from [`alloc_huge_aligned`] with this `align`; on `Some` it must
+/// not be used any more.
+pub(crate) unsafe fn remap_huge_aligned(p: *mut u8, new: usize, align: usize) -> Option<*mut u8> {
+    debug_assert!(align.is_power_of_two() && align > PAGE_SIZE);
+    // SAFETY: a huge object has its header in the page before it.
+    let h = unsafe { ((p as usize - OS_PAGE) as *const HugeHeader).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    let new_len = new
+        .max(1)
+        .checked_next_multiple_of(OS_PAGE)?
+        .checked_add(OS_PAGE)?;
+    // The reservation: `new_len` bytes whose second page is a multiple of `align`.
+    let total = new_len.checked_add(align)?;
+    if total > isize::MAX as usize {
+        return None;
+    }
+    let base = os::map(total)?.as_ptr() as usize;
+    let hdr = (base + OS_PAGE).next_multiple_of(align) - OS_PAGE;
+    let end = hdr + new_len;
+    // SAFETY: the slop on both sides of [hdr, end) is part of the mapping just made, unused.
+    unsafe {
+        if hdr > base {
+            os::unmap(base as *mut u8, hdr - base);
+        }
+        if base + total > end {
+            os::unmap(end as *mut u8, base + total - end);
+        }
+    }
+    // SAFETY: [h.base, h.base + h.len) is this object's whole mapping, and [hdr, end) our
+    // reservation, which MREMAP_FIXED replaces; the result is checked for MAP_FAILED.
+    let m = unsafe {
+        libc::mremap(
+            h.base as *mut libc::c_void,
+            h.len,
+            new_len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            hdr as *mut libc::c_void,
+        )
+    };
+    if m == libc::MAP_FAILED {
+        // SAFETY: the reservation is still ours and holds nothing.
+        unsafe { os::unmap(hdr as *mut u8, new_len) };
+        return None;
+    }
+    debug_assert_eq!(m as usize, hdr);
+    // The reservation's bytes are now the object's, and its old mapping is gone.
+    os::MAPPED.fetch_sub(h.len, Ordering::Relaxed);
+    // SAFETY: the header page moved with the mapping and is ours.
+    unsafe {
+        (hdr as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
+            base: hdr,
+            len: new_len,
+            size: new,
+            align,
+        })
+    };
+    stats::large_resize(h.len, new_len);
+    huge_in_use(new_len as isize - h.len as isize);
+    Some((hdr + OS_PAGE) as *mut u8)
+}

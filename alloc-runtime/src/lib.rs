@@ -101,6 +101,7 @@ compile_error!(
      madvise(MADV_DONTNEED/MADV_NOHUGEPAGE)); this target is not supported"
 );
 
+pub mod cabi;
 #[cfg(feature = "checked")]
 mod checked;
 mod chunk;

@@ -59,12 +59,49 @@ pub(crate) unsafe fn next_heap(h: *mut Heap) -> *mut Heap {
 
 const HEAP_ARENA: usize = 256 * 1024;
 
-fn new_heap() -> Option<*mut Heap> {
+/// This thread's descriptor, as [`Heap::thread`] records it.
+fn this_thread() -> usize {
+    // SAFETY: pthread_self has no preconditions and does not allocate.
+    unsafe { libc::pthread_self() as usize }
+}
+
+/// A heap for a thread with descriptor `thread` (0: for no thread, the fallback heap): the heap
+/// a dead thread on the same descriptor left behind, else one from the pool, else a new one.
+///
+/// A thread whose first allocation happens in the last round of pthread-key destructors sets
+/// our key's value too late for its destructor to run (glibc runs at most
+/// `PTHREAD_DESTRUCTOR_ITERATIONS` rounds, in key order), so its heap is never torn down: it
+/// keeps its descriptor here and stays in use. Nothing can tell, from inside that round, that
+/// it is the last one; but the descriptor (`pthread_self()`, the C library's thread control
+/// block) is unique among live threads and reused for later threads (glibc's stack cache, a
+/// pool's next thread). So a thread that has no heap yet and finds a heap still recording its
+/// own descriptor knows that heap's thread is dead, and takes it over as it is: its spans, its
+/// delayed list and its counters stay the heap's (a heap is known by its address, not by its
+/// thread), and the dead thread's writes happen before ours through the C library's handing
+/// over of the descriptor (the dead thread's exit, then its stack cached and given to the new
+/// thread, each under the C library's own lock, then the new thread's start). Leaked heaps are
+/// so bounded by the thread descriptors ever alive at once, instead of growing with every
+/// thread.
+fn new_heap(thread: usize) -> Option<*mut Heap> {
     let mut pool = HEAPS.lock();
+    if thread != 0 {
+        let mut h = pool.all;
+        while !h.is_null() {
+            // SAFETY: registry members are live heaps; `thread` is read under the pool's lock.
+            let hr = unsafe { &*h };
+            if hr.thread.get() == thread {
+                return Some(h);
+            }
+            h = hr.all_next.get();
+        }
+    }
     if !pool.free.is_null() {
         let h = pool.free;
         // SAFETY: pooled heaps are live and protected by the lock.
-        pool.free = unsafe { (*h).pool_next.get() };
+        unsafe {
+            pool.free = (*h).pool_next.get();
+            (*h).thread.set(thread);
+        }
         return Some(h);
     }
     let size = core::mem::size_of::<Heap>().next_multiple_of(64);
@@ -79,10 +116,28 @@ fn new_heap() -> Option<*mut Heap> {
     unsafe {
         h.write(Heap::new(empty_span()));
         (*h).all_next.set(pool.all);
+        (*h).thread.set(thread);
     }
     pool.all = h;
     pool.made += 1;
     Some(h)
+}
+
+/// Forgets the descriptors of every heap but the calling thread's (in a `fork` child, whose
+/// other threads are gone: their heaps may have been left in the middle of an operation, so no
+/// later thread on a reused descriptor may take them over).
+fn forget_other_threads() {
+    let me = this_thread();
+    let pool = HEAPS.lock();
+    let mut h = pool.all;
+    while !h.is_null() {
+        // SAFETY: registry members are live heaps; `thread` is written under the pool's lock.
+        let hr = unsafe { &*h };
+        if hr.thread.get() != me {
+            hr.thread.set(0);
+        }
+        h = hr.all_next.get();
+    }
 }
 
 thread_local! {
@@ -100,7 +155,7 @@ pub(super) fn exited() -> bool {
 #[cold]
 pub(super) fn init_heap() -> Option<*mut Heap> {
     let key = thread_key()?;
-    let h = new_heap()?;
+    let h = new_heap(this_thread())?;
     // SAFETY: `h` is a live heap nobody else uses.
     unsafe { (*h).active.store(true, Ordering::Relaxed) };
     HEAP.with(|c| c.set(h));
@@ -120,7 +175,7 @@ static FALLBACK: SpinLock<usize> = SpinLock::new(0);
 pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     let mut g = FALLBACK.lock();
     if *g == 0 {
-        match new_heap() {
+        match new_heap(0) {
             Some(h) => *g = h as usize,
             None => return ptr::null_mut(),
         }
@@ -233,6 +288,7 @@ extern "C" fn fork_parent() {
 extern "C" fn fork_child() {
     release_fork_locks();
     remote::fork_child();
+    forget_other_threads();
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.
@@ -258,7 +314,10 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     unsafe { (*h).active.store(false, Ordering::Relaxed) };
     let mut pool = HEAPS.lock();
     // SAFETY: as above.
-    unsafe { (*h).pool_next.set(pool.free) };
+    unsafe {
+        (*h).pool_next.set(pool.free);
+        (*h).thread.set(0);
+    }
     pool.free = h;
 }
 

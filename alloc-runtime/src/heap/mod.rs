@@ -90,6 +90,10 @@ pub(crate) struct Heap {
     all_next: Cell<*mut Heap>,
     /// Next heap in the pool of unused heaps.
     pool_next: Cell<*mut Heap>,
+    /// The thread descriptor (`pthread_self()`) of the thread using this heap; 0 when pooled,
+    /// for the fallback heap, and for heaps of threads that did not survive a `fork`. Read and
+    /// written under the heap pool's lock (see `lifecycle::new_heap`).
+    thread: Cell<usize>,
     /// A thread is using this heap.
     pub(crate) active: AtomicBool,
 }
@@ -111,6 +115,7 @@ impl Heap {
             remote_frees: AtomicU64::new(0),
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
+            thread: Cell::new(0),
             active: AtomicBool::new(false),
         };
         // Every class starts at the sentinel span, whose free list is empty.

@@ -1,0 +1,307 @@
+//! Pointer-only operations, for C's `malloc` family (the `specalloc-capi` crate builds
+//! `libspecalloc.so` and the facade's `override` feature on these).
+//!
+//! C frees and resizes a block knowing only its address, where Rust passes the `Layout` back.
+//! The address is enough:
+//!
+//! - Blocks of a size class and medium objects (a page run, up to 1 MiB) live in a 4 MiB chunk,
+//!   whose header starts the chunk: no block is ever at a chunk's first byte, and masking the
+//!   address finds the header, whose page map gives the span (its class, or its page count).
+//! - Huge objects made here (over 1 MiB, or aligned above a page) are aligned to the chunk size
+//!   ([`CHUNK_SIZE`]): exactly the addresses no chunk-backed block has. Their header page, just
+//!   before them, holds the mapping's length.
+//!
+//! Alignment: every block is aligned to 16 bytes when the request is 16 bytes or more, to 8
+//! below (as jemalloc and mimalloc give; C programs tag the low bits of pointers). A request
+//! of 0 bytes gets a unique 8-byte block. The tiny class (4-byte blocks) is never used here;
+//! a tiny block a Rust layout asked for can still be freed, resized and measured here.
+//!
+//! Nothing here allocates, panics or takes a lock the fast paths do not: these functions run
+//! inside `malloc`. Failure is a null return; setting `errno` is the caller's part.
+//!
+//! Huge objects from Rust's `GlobalAlloc` (aligned to a page, not to a chunk) must not be
+//! passed here, nor blocks of any other allocator.
+
+use core::alloc::Layout;
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use crate::chunk::span_of;
+use crate::large::{self, MEDIUM_MAX};
+use crate::size_class::{route, Route, CHUNK_SIZE, MAX_SMALL_SIZE, PAGE_SIZE};
+use crate::span::{span_block_size, Span, STATE_LARGE, TINY_CLASS, TINY_SIZE};
+
+/// The alignment every C block of `size` bytes gets: 16 from 16 bytes up, else 8.
+#[inline(always)]
+pub const fn default_align(size: usize) -> usize {
+    if size >= 16 {
+        16
+    } else {
+        8
+    }
+}
+
+/// The largest request served: bigger ones fail (leaving room to round up to any alignment
+/// without overflow).
+const MAX_REQUEST: usize = isize::MAX as usize - 2 * CHUNK_SIZE;
+
+/// Allocates `size` bytes (at least 1) aligned to `align` (a power of two, at least the
+/// [`default_align`] of `size`); zeroed when `zero`. Null when the OS refuses memory or the
+/// size is impossible.
+#[inline(always)]
+fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
+    debug_assert!(align.is_power_of_two() && align >= default_align(size));
+    if size <= MEDIUM_MAX && align <= PAGE_SIZE {
+        // SAFETY: `align` is a power of two and `size` rounded up to it fits in `isize`.
+        let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+        return if zero {
+            crate::alloc_zeroed(layout)
+        } else {
+            crate::alloc(layout)
+        };
+    }
+    if size > MAX_REQUEST || align > MAX_REQUEST {
+        return ptr::null_mut();
+    }
+    // A mapping of its own, aligned to a chunk so that `free` can tell it from a block (and
+    // reusing a freed one of the same kind when the cache has one that fits).
+    large::alloc_huge_aligned(size, align.max(CHUNK_SIZE), zero)
+}
+
+/// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
+/// [`default_align`]. Null when the OS refuses memory or `size` is impossible.
+///
+/// ```
+/// let p = specalloc_runtime::cabi::malloc(24);
+/// assert!(!p.is_null() && p as usize % 16 == 0);
+/// // SAFETY: `p` came from `cabi::malloc` and is freed once.
+/// unsafe {
+///     assert!(specalloc_runtime::cabi::usable_size(p) >= 24);
+///     specalloc_runtime::cabi::free(p);
+/// }
+/// ```
+#[inline]
+pub fn malloc(size: usize) -> *mut u8 {
+    let size = size.max(1);
+    alloc_aligned(size, default_align(size), false)
+}
+
+/// `calloc(n, size)`: `n * size` zeroed bytes; null when the product overflows or memory is
+/// refused.
+///
+/// ```
+/// let p = specalloc_runtime::cabi::calloc(10, 100);
+/// // SAFETY: the block is live and 1,000 bytes long.
+/// assert!(unsafe { core::slice::from_raw_parts(p, 1000) }.iter().all(|&b| b == 0));
+/// assert!(specalloc_runtime::cabi::calloc(usize::MAX, 2).is_null());
+/// // SAFETY: `p` came from `cabi::calloc` and is freed once.
+/// unsafe { specalloc_runtime::cabi::free(p) };
+/// ```
+#[inline]
+pub fn calloc(n: usize, size: usize) -> *mut u8 {
+    let Some(total) = n.checked_mul(size) else {
+        return ptr::null_mut();
+    };
+    let total = total.max(1);
+    alloc_aligned(total, default_align(total), true)
+}
+
+/// `aligned_alloc(align, size)`: a block of at least `size` bytes aligned to `align`, which the
+/// caller has checked is a power of two. Null when memory is refused.
+///
+/// ```
+/// let p = specalloc_runtime::cabi::memalign(4096, 100);
+/// assert!(!p.is_null() && p as usize % 4096 == 0);
+/// // SAFETY: `p` came from `cabi::memalign` and is freed once.
+/// unsafe { specalloc_runtime::cabi::free(p) };
+/// ```
+#[inline]
+pub fn memalign(align: usize, size: usize) -> *mut u8 {
+    debug_assert!(align.is_power_of_two());
+    let size = size.max(1);
+    alloc_aligned(size, align.max(default_align(size)), false)
+}
+
+/// What a block is, found from its address alone.
+enum Kind<'a> {
+    /// A block of a size class (or the tiny class) in this span.
+    Small(&'a Span),
+    /// A medium object: the whole page run of this span.
+    Medium(&'a Span),
+    /// A huge object with a mapping of its own.
+    Huge,
+}
+
+/// Finds what `p` is.
+///
+/// # Safety
+/// `p` is a live block from this module, or a live chunk-backed block from the `GlobalAlloc`
+/// entry points.
+#[inline(always)]
+unsafe fn kind_of<'a>(p: *mut u8) -> Kind<'a> {
+    if (p as usize).is_multiple_of(CHUNK_SIZE) {
+        return Kind::Huge;
+    }
+    // SAFETY: a block not at a chunk boundary is chunk-backed (module docs), so its span
+    // descriptor is valid while it lives.
+    let s = unsafe { &*span_of(p) };
+    if s.state.load(Ordering::Relaxed) == STATE_LARGE {
+        Kind::Medium(s)
+    } else {
+        Kind::Small(s)
+    }
+}
+
+/// Checked mode: validates a free of a chunk-backed block (double frees abort).
+#[cfg(feature = "checked")]
+fn check_free(p: *mut u8, kind: &Kind<'_>) {
+    use crate::checked::{on_free, Kind as K};
+    let k = match kind {
+        Kind::Small(s) if s.class.get() as usize == TINY_CLASS => K::Tiny,
+        Kind::Small(s) => K::Small(s.class.get() as usize),
+        Kind::Medium(s) => K::Medium(s.npages.get() as usize),
+        Kind::Huge => return,
+    };
+    on_free(p, 0, 0, k);
+}
+
+/// `free(p)`: frees a block; null does nothing.
+///
+/// # Safety
+/// `p` is null, or a live block from [`malloc`], [`calloc`], [`memalign`] or [`realloc`] (or a
+/// live chunk-backed block from the `GlobalAlloc` entry points: anything but a huge object),
+/// not used after this call.
+#[inline(always)]
+pub unsafe fn free(p: *mut u8) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the caller's guarantee.
+    let kind = unsafe { kind_of(p) };
+    #[cfg(feature = "checked")]
+    check_free(p, &kind);
+    // SAFETY: `kind` says what `p` is; each path frees a block of that kind once.
+    unsafe {
+        match kind {
+            Kind::Small(s) if s.class.get() as usize == TINY_CLASS => crate::heap::free_tiny(p),
+            Kind::Small(_) => crate::heap::free_small(p),
+            Kind::Medium(s) => large::free_large(p, s.large_size.get(), PAGE_SIZE),
+            Kind::Huge => large::free_large(p, MEDIUM_MAX + 1, CHUNK_SIZE),
+        }
+    }
+}
+
+/// `malloc_usable_size(p)`: the bytes of the block at `p`, all usable (at least what was
+/// asked); 0 for null.
+///
+/// # Safety
+/// As for [`free`], except that the block stays live.
+#[inline]
+pub unsafe fn usable_size(p: *mut u8) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller's guarantee.
+    match unsafe { kind_of(p) } {
+        Kind::Small(s) => span_block_size(s.class.get() as usize),
+        Kind::Medium(s) => s.npages.get() as usize * PAGE_SIZE,
+        // SAFETY: a live huge object.
+        Kind::Huge => unsafe { large::huge_usable(p) },
+    }
+}
+
+/// `realloc(p, size)` for a live `p` and `size > 0`: resizes in place when the block stays in
+/// its size class, or is a page run or a huge mapping at most twice as big as needed; a huge
+/// mapping that stays huge moves its pages (`mremap`), not its bytes; anything else is copied
+/// to a new block. A page run or a huge mapping that grows gets room for half as much again (a
+/// buffer grown by small appends, as readers of input of unknown length grow theirs, then moves
+/// a logarithmic number of times instead of once per page; the room costs address space, not
+/// memory, until it is written). Null when memory is refused, with `p` untouched and still
+/// live.
+///
+/// ```
+/// let p = specalloc_runtime::cabi::malloc(10);
+/// // SAFETY: `p` is live; after `realloc` only the result is used, and freed once.
+/// unsafe {
+///     p.write_bytes(7, 10);
+///     let q = specalloc_runtime::cabi::realloc(p, 100_000);
+///     assert_eq!(*q.add(9), 7);
+///     specalloc_runtime::cabi::free(q);
+/// }
+/// ```
+///
+/// # Safety
+/// As for [`free`]; on success the old pointer must not be used any more (unless it was
+/// returned).
+pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
+    debug_assert!(!p.is_null() && size > 0);
+    // SAFETY: the caller's guarantee.
+    let old = match unsafe { kind_of(p) } {
+        Kind::Small(s) => {
+            let class = s.class.get() as usize;
+            if class == TINY_CLASS {
+                if size <= TINY_SIZE {
+                    return p;
+                }
+            } else if size <= MAX_SMALL_SIZE
+                && route(size, default_align(size)) == Route::Small(class)
+            {
+                return p;
+            }
+            span_block_size(class)
+        }
+        Kind::Medium(s) => {
+            let bytes = s.npages.get() as usize * PAGE_SIZE;
+            if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
+                s.large_size.set(size);
+                return p;
+            }
+            bytes
+        }
+        Kind::Huge => {
+            // SAFETY: a live huge object.
+            let body = unsafe { large::huge_usable(p) };
+            if size > MEDIUM_MAX {
+                if size <= body && size > body / 2 {
+                    return p;
+                }
+                // Move the pages, not the bytes (with room to grow, when growing).
+                let roomy = if size > body {
+                    size.max(body.saturating_add(body / 2))
+                } else {
+                    size
+                };
+                for want in [roomy, size] {
+                    if want <= MAX_REQUEST {
+                        // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
+                        // success only the result is used.
+                        if let Some(q) = unsafe { large::remap_huge_aligned(p, want, CHUNK_SIZE) } {
+                            return q;
+                        }
+                    }
+                }
+            }
+            body
+        }
+    };
+    let mut q = ptr::null_mut();
+    if size > old && size > MAX_SMALL_SIZE {
+        let roomy = size.max(old.saturating_add(old / 2));
+        if roomy <= MAX_REQUEST {
+            q = malloc(roomy);
+        }
+    }
+    if q.is_null() {
+        q = malloc(size);
+    }
+    if q.is_null() {
+        return q;
+    }
+    // SAFETY: both blocks are live and distinct, `old` and at least `size` bytes long; `p` is
+    // freed once, after the copy.
+    unsafe {
+        ptr::copy_nonoverlapping(p, q, old.min(size));
+        free(p);
+    }
+    q
+}

@@ -1,0 +1,492 @@
+//! The C-workload table (issue 21): C programs run on glibc's malloc and on specalloc,
+//! mimalloc, jemalloc, tcmalloc and snmalloc, each preloaded (`LD_PRELOAD`), in interleaved
+//! rounds, with an A/A control (specalloc twice, under two names).
+//!
+//! ```sh
+//! cargo run --release -p specalloc-bench --bin ctable -- [--rounds N] [--quick]
+//! ```
+//!
+//! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
+//! directory of its own), compiles the six C workloads of `bench/c/` with `cc -O2`, and finds
+//! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
+//! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
+//! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
+//! or where `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says; a peer that is missing is left out,
+//! with a line. The real programs (a python3 workload,
+//! `gcc -O2` on a large generated file, a `sqlite3` script) run where installed. Every run's
+//! output must equal the glibc run's. Per program and allocator: the median wall time and its
+//! spread, user and system time, minor page faults and peak RSS (from `wait4`'s rusage), and
+//! the ratio to the fastest peer; then the geometric means and the issue's targets.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use specalloc_bench::stats::{geomean, median, spread};
+use specalloc_bench::table::markdown;
+
+/// One run's measurements.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    wall: f64,
+    user: f64,
+    sys: f64,
+    minflt: f64,
+    rss_kb: f64,
+}
+
+struct Program {
+    name: String,
+    argv: Vec<String>,
+    /// The directory it runs in.
+    dir: PathBuf,
+    /// Files to remove before each run (the sqlite database).
+    scratch: Vec<PathBuf>,
+}
+
+fn main() {
+    let mut rounds = 7usize;
+    let mut quick = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("--rounds N")
+            }
+            "--quick" => quick = true,
+            "--help" | "-h" => {
+                println!("usage: ctable [--rounds N] [--quick]");
+                return;
+            }
+            other => panic!("unknown argument {other} (try --help)"),
+        }
+    }
+    if quick {
+        rounds = 2;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = root.canonicalize().unwrap();
+    let work = root.join("target/ctable");
+    std::fs::create_dir_all(work.join("bin")).unwrap();
+
+    let so = build_specalloc(&root, &work);
+    let mut allocs: Vec<(String, Option<PathBuf>)> = vec![
+        ("glibc".into(), None),
+        ("specalloc".into(), Some(so.clone())),
+        ("specalloc A/A".into(), Some(so)),
+    ];
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu");
+    for (name, default) in [
+        ("mimalloc", lib.join("libmimalloc.so.2")),
+        ("jemalloc", lib.join("libjemalloc.so.2")),
+        ("tcmalloc", lib.join("libtcmalloc_minimal.so.4")),
+        ("snmalloc", build_snmalloc(&work)),
+    ] {
+        let path = std::env::var_os(format!("CTABLE_{}", name.to_uppercase()))
+            .map(PathBuf::from)
+            .unwrap_or(default);
+        if path.exists() {
+            allocs.push((name.into(), Some(path)));
+        } else {
+            println!("{name}: left out ({} not found)", path.display());
+        }
+    }
+
+    let programs = programs(&root, &work, quick);
+    let n = programs.len();
+    let a = allocs.len();
+    // runs[p][k]: the samples of program p on allocator k.
+    let mut runs: Vec<Vec<Vec<Run>>> = vec![vec![Vec::new(); a]; n];
+    let mut expected: Vec<Option<Vec<u8>>> = vec![None; n];
+    for r in 0..rounds {
+        eprintln!("round {}/{rounds}", r + 1);
+        for (p, prog) in programs.iter().enumerate() {
+            // Interleaved: each round starts at another allocator (glibc first in the first
+            // round, so that every other run's output is compared with glibc's).
+            for i in 0..a {
+                let k = (i + r) % a;
+                let (run, out) = run_one(prog, allocs[k].1.as_deref());
+                match &expected[p] {
+                    None if k == 0 => expected[p] = Some(out),
+                    Some(e) if *e != out => panic!(
+                        "{} on {}: output differs from glibc's:\n{}",
+                        prog.name,
+                        allocs[k].0,
+                        String::from_utf8_lossy(&out)
+                    ),
+                    _ => {}
+                }
+                runs[p][k].push(run);
+            }
+        }
+    }
+    let report = report(&programs, &allocs, &runs, rounds);
+    println!("{report}");
+    std::fs::write(work.join("results.md"), &report).unwrap();
+    println!("(also in {})", work.join("results.md").display());
+}
+
+/// Builds `libspecalloc.so` in a target directory of its own; returns its path.
+fn build_specalloc(root: &Path, work: &Path) -> PathBuf {
+    let target = work.join("target");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", "specalloc-capi"])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(st.success(), "building libspecalloc.so failed");
+    target.join("release/libspecalloc.so")
+}
+
+/// snmalloc's shim (`libsnmallocshim.so`) built with `c++` from the sources the snmalloc-sys
+/// crate ships (in cargo's registry once the bench's `peers` feature was built), as its CMake
+/// file builds it; the path it would have when that is not possible.
+fn build_snmalloc(work: &Path) -> PathBuf {
+    let out = work.join("libsnmallocshim.so");
+    if out.exists() {
+        return out;
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(registry) = home.map(|h| h.join("registry/src")) else {
+        return out;
+    };
+    let src = std::fs::read_dir(&registry)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|index| {
+            std::fs::read_dir(index.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("snmalloc-sys-"))
+        })
+        .map(|p| p.join("snmalloc/src"));
+    let Some(src) = src.filter(|s| s.exists()) else {
+        return out;
+    };
+    eprintln!("building snmalloc's shim from {}", src.display());
+    let st = Command::new("c++")
+        .args([
+            "-std=c++17",
+            "-O3",
+            "-fPIC",
+            "-shared",
+            "-fno-exceptions",
+            "-fno-rtti",
+            "-fvisibility=hidden",
+            "-ftls-model=initial-exec",
+            "-fomit-frame-pointer",
+            "-mcx16",
+            "-DNDEBUG",
+            "-DSNMALLOC_USE_WAIT_ON_ADDRESS=1",
+            "-DSNMALLOC_USE_PTHREAD_DESTRUCTORS",
+            "-DSNMALLOC_EXPORT=__attribute__((visibility(\"default\")))",
+            "-pthread",
+            "-I",
+        ])
+        .arg(&src)
+        .arg(src.join("snmalloc/override/malloc.cc"))
+        .arg(src.join("snmalloc/override/new.cc"))
+        .arg("-o")
+        .arg(&out)
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        eprintln!("building snmalloc's shim failed");
+    }
+    out
+}
+
+fn have(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false)
+}
+
+fn programs(root: &Path, work: &Path, quick: bool) -> Vec<Program> {
+    let mut v = Vec::new();
+    assert!(have("cc"), "cc is needed to build the C workloads");
+    for w in [
+        "churn",
+        "larson",
+        "prodcons",
+        "strings",
+        "bintree",
+        "reallocbuf",
+    ] {
+        let exe = work.join("bin").join(w);
+        let st = Command::new("cc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(root.join("bench/c").join(format!("{w}.c")))
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc {w}.c failed");
+        v.push(Program {
+            name: w.into(),
+            argv: vec![exe.display().to_string()],
+            dir: work.to_path_buf(),
+            scratch: vec![],
+        });
+    }
+    if have("python3") {
+        let script = work.join("workload.py");
+        std::fs::write(&script, PY_WORKLOAD).unwrap();
+        v.push(Program {
+            name: "python3 workload".into(),
+            argv: vec!["python3".into(), script.display().to_string()],
+            dir: work.to_path_buf(),
+            scratch: vec![],
+        });
+    } else {
+        println!("python3 workload: left out (python3 not installed)");
+    }
+    if have("gcc") {
+        let src = work.join("big.c");
+        std::fs::write(&src, big_c(if quick { 300 } else { 1500 })).unwrap();
+        v.push(Program {
+            name: "gcc -O2 big.c".into(),
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("gcc -O2 -c {} -o big.o && sha256sum < big.o", src.display()),
+            ],
+            dir: work.to_path_buf(),
+            scratch: vec![],
+        });
+    } else {
+        println!("gcc: left out (not installed)");
+    }
+    if have("sqlite3") {
+        let sql = work.join("script.sql");
+        std::fs::write(&sql, SQL).unwrap();
+        v.push(Program {
+            name: "sqlite3 script".into(),
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("sqlite3 ctable.sqlite < {}", sql.display()),
+            ],
+            dir: work.to_path_buf(),
+            scratch: vec![work.join("ctable.sqlite")],
+        });
+    } else {
+        println!("sqlite3: left out (not installed)");
+    }
+    v
+}
+
+/// Runs `prog` once with `preload` (none: glibc); returns its measurements and its output.
+// The child is reaped by `wait4`, which also gives its resource usage (`Child::wait` does not).
+#[allow(clippy::zombie_processes)]
+fn run_one(prog: &Program, preload: Option<&Path>) -> (Run, Vec<u8>) {
+    for f in &prog.scratch {
+        let _ = std::fs::remove_file(f);
+    }
+    let mut cmd = Command::new(&prog.argv[0]);
+    cmd.args(&prog.argv[1..])
+        .current_dir(&prog.dir)
+        .env("PYTHONHASHSEED", "0")
+        .env("LC_ALL", "C")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(p) = preload {
+        cmd.env("LD_PRELOAD", p);
+    }
+    let t = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for the child we started.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into live locals.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    let wall = t.elapsed().as_secs_f64();
+    assert_eq!(pid, child.id() as libc::pid_t);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} failed (status {status}) with {:?}",
+        prog.name,
+        preload
+    );
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (
+        Run {
+            wall,
+            user: secs(ru.ru_utime),
+            sys: secs(ru.ru_stime),
+            minflt: ru.ru_minflt as f64,
+            rss_kb: ru.ru_maxrss as f64,
+        },
+        out,
+    )
+}
+
+fn report(
+    programs: &[Program],
+    allocs: &[(String, Option<PathBuf>)],
+    runs: &[Vec<Vec<Run>>],
+    rounds: usize,
+) -> String {
+    let is_peer = |k: usize| !allocs[k].0.starts_with("specalloc");
+    let spec = allocs.iter().position(|a| a.0 == "specalloc").unwrap();
+    let aa = allocs.iter().position(|a| a.0 == "specalloc A/A").unwrap();
+    let med = |p: usize, k: usize, f: fn(&Run) -> f64| {
+        median(&runs[p][k].iter().map(f).collect::<Vec<_>>())
+    };
+    let mut out = format!(
+        "C workloads, {rounds} interleaved rounds per program and allocator (median; spread = \
+         largest deviation from the median after Tukey's fences; RSS = peak; \"vs fastest \
+         peer\" = wall time over the fastest peer's on that program)\n\n"
+    );
+    let mut lines = vec![vec![
+        "program".to_string(),
+        "allocator".into(),
+        "wall s".into(),
+        "spread".into(),
+        "user s".into(),
+        "sys s".into(),
+        "faults".into(),
+        "RSS MiB".into(),
+        "vs fastest peer".into(),
+    ]];
+    let mut misses = Vec::new();
+    for (p, prog) in programs.iter().enumerate() {
+        let fastest = (0..allocs.len())
+            .filter(|&k| is_peer(k))
+            .map(|k| med(p, k, |r| r.wall))
+            .fold(f64::INFINITY, f64::min);
+        let lowest_rss = (0..allocs.len())
+            .filter(|&k| is_peer(k))
+            .map(|k| med(p, k, |r| r.rss_kb))
+            .fold(f64::INFINITY, f64::min);
+        for (k, (name, _)) in allocs.iter().enumerate() {
+            let walls: Vec<f64> = runs[p][k].iter().map(|r| r.wall).collect();
+            let w = median(&walls);
+            lines.push(vec![
+                prog.name.clone(),
+                name.clone(),
+                format!("{w:.3}"),
+                format!("±{:.1}%", spread(&walls) * 100.0),
+                format!("{:.3}", med(p, k, |r| r.user)),
+                format!("{:.3}", med(p, k, |r| r.sys)),
+                format!("{:.0}", med(p, k, |r| r.minflt)),
+                format!("{:.1}", med(p, k, |r| r.rss_kb) / 1024.0),
+                format!("{:.2}×", w / fastest),
+            ]);
+        }
+        let ratio = med(p, spec, |r| r.wall) / fastest;
+        if ratio > 1.10 {
+            misses.push(format!("{}: {ratio:.2}× its fastest peer", prog.name));
+        }
+        let rss = med(p, spec, |r| r.rss_kb) / lowest_rss;
+        if rss > 1.05 {
+            misses.push(format!(
+                "{}: peak RSS {rss:.2}× the lowest peer's",
+                prog.name
+            ));
+        }
+    }
+    out += &markdown(&lines);
+    out += "\nGeometric mean of the median wall times over all programs:\n\n";
+    let mut g = vec![vec![
+        "allocator".to_string(),
+        "geomean wall s".into(),
+        "vs specalloc".into(),
+    ]];
+    let gm = |k: usize| {
+        geomean(
+            &(0..programs.len())
+                .map(|p| med(p, k, |r| r.wall))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let gspec = gm(spec);
+    for (k, (name, _)) in allocs.iter().enumerate() {
+        g.push(vec![
+            name.clone(),
+            format!("{:.3}", gm(k)),
+            format!("{:.2}×", gm(k) / gspec),
+        ]);
+    }
+    out += &markdown(&g);
+    let best_peer = (0..allocs.len())
+        .filter(|&k| is_peer(k))
+        .min_by(|&x, &y| gm(x).total_cmp(&gm(y)))
+        .unwrap();
+    out += &format!(
+        "\nTargets: specalloc's geometric mean {:.3} s against the fastest peer's ({}) {:.3} s: {}. \
+         A/A control: specalloc A/A over specalloc {:.3}× (geometric mean).\n",
+        gspec,
+        allocs[best_peer].0,
+        gm(best_peer),
+        if gspec <= gm(best_peer) { "met" } else { "missed" },
+        gm(aa) / gspec
+    );
+    if misses.is_empty() {
+        out +=
+            "No program over 1.10× its fastest peer, no peak RSS over 1.05× the lowest peer's.\n";
+    } else {
+        out += "Misses:\n";
+        for m in misses {
+            out += &format!("- {m}\n");
+        }
+    }
+    out
+}
+
+/// A C file of `n` functions for `gcc -O2`.
+fn big_c(n: usize) -> String {
+    let mut src = String::from("#include <stddef.h>\n");
+    for i in 0..n {
+        src += &format!(
+            "struct s{i} {{ int a[{m}]; double d; struct s{i} *next; }};\n\
+             static int f{i}(struct s{i} *p, int x) {{ int r = 0; for (int k = 0; k < {m}; k++) r += p->a[k] * (x ^ k); \
+             switch (x % 5) {{ case 0: r += {i}; break; case 1: r -= x; break; case 2: r *= 3; break; default: r ^= {i}; }} \
+             return p->next ? r + f{i}(p->next, x + 1) : r; }}\n\
+             int g{i}(struct s{i} *p) {{ return f{i}(p, {i}) + (int)p->d; }}\n",
+            m = i % 13 + 1
+        );
+    }
+    src
+}
+
+const PY_WORKLOAD: &str = r#"
+import collections, json, random, re
+rng = random.Random(21)
+d = {}
+for i in range(400000):
+    k = "k%d" % rng.randrange(50000)
+    d.setdefault(k, []).append(i)
+words = [("w%x" % rng.getrandbits(40)) * rng.randrange(1, 6) for _ in range(120000)]
+c = collections.Counter(w[:3] for w in words)
+s = " ".join(words)
+parts = re.findall(r"w[0-9a-f]{4}", s)
+nested = [{"id": i, "tags": [str(j) for j in range(i % 17)], "v": i * 1.5} for i in range(40000)]
+back = json.loads(json.dumps(nested))
+print(len(d), sum(len(v) for v in d.values()), len(parts), c.most_common(2), len(back))
+"#;
+
+const SQL: &str = "CREATE TABLE t(id INTEGER PRIMARY KEY, k TEXT, v INTEGER, blob BLOB);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+INSERT INTO t(k, v, blob) SELECT 'key' || (i * 7919 % 10007), i % 977, zeroblob(i % 500) FROM n;
+CREATE INDEX tk ON t(k);
+CREATE TABLE u AS SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k;
+SELECT count(*), sum(c), sum(s) FROM u;
+SELECT count(*) FROM t JOIN u USING (k) WHERE t.v > u.c;
+UPDATE t SET k = upper(k) || length(blob) WHERE id % 3 = 0;
+DELETE FROM t WHERE v % 5 = 0;
+SELECT count(*), count(DISTINCT k), sum(length(blob)) FROM t;
+";
