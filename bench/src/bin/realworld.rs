@@ -97,7 +97,7 @@ fn usage() -> Usage {
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
              programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph,\n\
-             \x20         rebuild, grow\n",
+             \x20         rebuild, rebuild1, grow\n",
     }
 }
 

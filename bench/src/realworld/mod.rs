@@ -115,6 +115,13 @@ pub const PROGRAMS: &[Program] = &[
         quick_scale: 1,
     },
     Program {
+        name: "rebuild1",
+        what: "rebuild's first build alone (the faults its ten builds are judged against)",
+        run: rebuild::once,
+        default_scale: 10,
+        quick_scale: 1,
+    },
+    Program {
         name: "grow",
         what: "Vec and String growth by push to up to 4 MiB (realloc), read, dropped",
         run: rebuild::grow,
