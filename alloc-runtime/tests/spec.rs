@@ -186,9 +186,15 @@ fn specialised_allocations_are_counted_in_their_class() {
     let before = specalloc_runtime::stats().classes[c];
     let boxes: Vec<_> = (0..10).map(|_| spec::zeroed::<[u8; 16384]>()).collect();
     let during = specalloc_runtime::stats().classes[c];
-    assert!(during.allocs - before.allocs >= 10, "{during:?} after {before:?}");
+    assert!(
+        during.allocs - before.allocs >= 10,
+        "{during:?} after {before:?}"
+    );
     assert!(during.live_objects >= 10, "{during:?}");
     drop(boxes);
     let after = specalloc_runtime::stats().classes[c];
-    assert!(after.frees - before.frees >= 10, "{after:?} after {before:?}");
+    assert!(
+        after.frees - before.frees >= 10,
+        "{after:?} after {before:?}"
+    );
 }
