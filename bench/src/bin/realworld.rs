@@ -36,7 +36,7 @@
 //! # Running
 //!
 //! ```text
-//! cargo run --release -p specalloc-bench --features peers --bin realworld              # ~5 min
+//! cargo run --release -p specalloc-bench --features peers --bin realworld              # ~7 min
 //! cargo run --release -p specalloc-bench --features peers --bin realworld -- --quick   # ~1 min
 //! cargo run --release -p specalloc-bench --features peers --bin realworld -- --callgrind
 //! ```
