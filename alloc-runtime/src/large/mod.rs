@@ -97,23 +97,8 @@ fn alloc_huge(size: usize, req_align: usize, zero: bool) -> *mut u8 {
     };
     if align == OS_PAGE {
         if let Some((base, len)) = cache_take(body + OS_PAGE) {
-            // The header page is the mapping's first page; the object follows.
             // SAFETY: a cached mapping is ours, unused, and at least `body + OS_PAGE` long.
-            unsafe {
-                (base as *mut HugeHeader).write(HugeHeader {
-                    magic: HUGE_LIVE,
-                    base,
-                    len,
-                    size,
-                    align: req_align,
-                });
-                if zero {
-                    clear_reused((base + OS_PAGE) as *mut u8, size);
-                }
-            }
-            huge_in_use(len as isize);
-            stats::large_alloc(len);
-            return (base + OS_PAGE) as *mut u8;
+            return unsafe { reuse_cached(base, len, size, req_align, zero) };
         }
     }
     let Some(total) = body
@@ -161,6 +146,59 @@ fn alloc_huge(size: usize, req_align: usize, zero: bool) -> *mut u8 {
     huge_in_use((end - hdr) as isize);
     stats::large_alloc(end - hdr);
     p as *mut u8
+}
+
+/// Hands out the cached mapping `[base, base + len)` for a huge object of `size` bytes (asked at
+/// `align`): the header in its first page, the object after it, cleared when `zero`.
+///
+/// # Safety
+/// The mapping was taken from the cache (ours, unused) and is at least `size` rounded up to
+/// the page, plus the header page, long.
+unsafe fn reuse_cached(base: usize, len: usize, size: usize, align: usize, zero: bool) -> *mut u8 {
+    // SAFETY: guaranteed by the caller: the header page and the object's pages are ours.
+    unsafe {
+        (base as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
+            base,
+            len,
+            size,
+            align,
+        });
+        if zero {
+            clear_reused((base + OS_PAGE) as *mut u8, size);
+        }
+    }
+    huge_in_use(len as isize);
+    stats::large_alloc(len);
+    (base + OS_PAGE) as *mut u8
+}
+
+/// Records that a huge object of `old_len` bytes of mapping now lives in the mapping of
+/// `new_len` bytes at `hdr` (moved or resized by `mremap`), at `size` bytes asked at `align`;
+/// returns the object's address.
+///
+/// # Safety
+/// `[hdr, hdr + new_len)` is the object's mapping, its first page the header's, ours.
+unsafe fn remapped(
+    hdr: usize,
+    old_len: usize,
+    new_len: usize,
+    size: usize,
+    align: usize,
+) -> *mut u8 {
+    // SAFETY: guaranteed by the caller: the header page moved with the mapping.
+    unsafe {
+        (hdr as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
+            base: hdr,
+            len: new_len,
+            size,
+            align,
+        })
+    };
+    stats::large_resize(old_len, new_len);
+    huge_in_use(new_len as isize - old_len as isize);
+    (hdr + OS_PAGE) as *mut u8
 }
 
 /// Makes the first `size` bytes of a reused huge mapping at `p` (page-aligned) read zero without
@@ -264,19 +302,8 @@ pub(crate) unsafe fn realloc_large(
     }
     // SAFETY: the mapping [base, base + len) is this object's own.
     let m = unsafe { os::remap(h.base as *mut u8, h.len, new_len) }?.as_ptr() as usize;
-    // SAFETY: the header page moved with the mapping and is ours.
-    unsafe {
-        (m as *mut HugeHeader).write(HugeHeader {
-            magic: HUGE_LIVE,
-            base: m,
-            len: new_len,
-            size: new,
-            align,
-        })
-    };
-    stats::large_resize(h.len, new_len);
-    huge_in_use(new_len as isize - h.len as isize);
-    Some((m + OS_PAGE) as *mut u8)
+    // SAFETY: the header page moved with the mapping, which is the object's.
+    Some(unsafe { remapped(m, h.len, new_len, new, align) })
 }
 
 /// Holds or releases the cache lock around `fork` (see `heap::fork_*`).
@@ -331,23 +358,8 @@ pub(crate) fn alloc_huge_aligned(size: usize, align: usize, zero: bool) -> *mut 
             (base + OS_PAGE).is_multiple_of(align)
         });
         if let Some((base, len)) = taken {
-            // SAFETY: a cached mapping is ours, unused, and at least `need` bytes long; the
-            // header page is its first page, the object follows.
-            unsafe {
-                (base as *mut HugeHeader).write(HugeHeader {
-                    magic: HUGE_LIVE,
-                    base,
-                    len,
-                    size,
-                    align,
-                });
-                if zero {
-                    clear_reused((base + OS_PAGE) as *mut u8, size);
-                }
-            }
-            huge_in_use(len as isize);
-            stats::large_alloc(len);
-            return (base + OS_PAGE) as *mut u8;
+            // SAFETY: a cached mapping is ours, unused, and at least `need` bytes long.
+            return unsafe { reuse_cached(base, len, size, align, zero) };
         }
     }
     alloc_huge(size, align, zero)
@@ -406,17 +418,6 @@ pub(crate) unsafe fn remap_huge_aligned(p: *mut u8, new: usize, align: usize) ->
     debug_assert_eq!(m as usize, hdr);
     // The reservation's bytes are now the object's, and its old mapping is gone.
     os::MAPPED.fetch_sub(h.len, Ordering::Relaxed);
-    // SAFETY: the header page moved with the mapping and is ours.
-    unsafe {
-        (hdr as *mut HugeHeader).write(HugeHeader {
-            magic: HUGE_LIVE,
-            base: hdr,
-            len: new_len,
-            size: new,
-            align,
-        })
-    };
-    stats::large_resize(h.len, new_len);
-    huge_in_use(new_len as isize - h.len as isize);
-    Some((hdr + OS_PAGE) as *mut u8)
+    // SAFETY: the header page moved with the mapping, which is the object's.
+    Some(unsafe { remapped(hdr, h.len, new_len, new, align) })
 }
