@@ -9,14 +9,17 @@
 
 #![allow(clippy::vec_box)] // one allocation per box, on purpose
 
-use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::Cell;
 
 specalloc::install!();
 
 #[path = "differential/corpus.rs"]
 #[macro_use]
 mod corpus;
+#[path = "differential/harness.rs"]
+mod harness;
+
+use harness::{assert_same, find, panic_text, BUF_LEN};
 
 /// No counting wrapper here (`install!` declares `SpecAlloc` itself): the allocation counts of
 /// the corpus read 0, and `tests/differential_not_installed.rs` checks them.
@@ -29,34 +32,6 @@ fn zeroed_allocs() -> usize {
     0
 }
 
-/// Read under `unsafe` as a length (issue 15, case 8): a `static mut` is no const.
-static mut BUF_LEN: usize = 48;
-
-thread_local! {
-    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// Runs `f`, returning its panic message (or "no panic").
-fn panic_text<R>(f: impl FnOnce() -> R) -> String {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        std::panic::set_hook(Box::new(move |info| {
-            let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
-                s.to_string()
-            } else if let Some(s) = info.payload().downcast_ref::<String>() {
-                s.clone()
-            } else {
-                "<non-string payload>".to_string()
-            };
-            LAST_PANIC.with(|l| *l.borrow_mut() = msg);
-        }));
-    });
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(_) => "no panic".to_string(),
-        Err(_) => LAST_PANIC.with(|l| l.borrow().clone()),
-    }
-}
-
 corpus!(plain);
 corpus!(special, specalloc::specialize);
 corpus!(reported, specalloc::specialize(report));
@@ -66,26 +41,11 @@ fn annotated_code_behaves_exactly_like_plain_code() {
     let plain = plain::run();
     let special = special::run();
     let reported = reported::run();
-    for ((p, s), r) in plain.iter().zip(&special).zip(&reported) {
-        if p != s || p != r {
-            // The corpus's panic hook keeps assertion texts to itself: say it here.
-            eprintln!("plain:    {p}\nspecial:  {s}\nreported: {r}");
-        }
-    }
-    assert_eq!(plain, special);
-    assert_eq!(plain, reported);
+    assert_same(&plain, &special, &reported);
     assert_eq!(plain.len(), special.len());
     assert_eq!(plain, reported);
     // The transcript says what std does.
-    let find = |what: &str| {
-        let l = plain
-            .iter()
-            .find(|l| l.starts_with(what))
-            .unwrap_or_else(|| panic!("no {what}"))
-            .clone();
-        eprintln!("{l}");
-        l
-    };
+    let find = |what: &str| find(&plain, what);
     assert_eq!(find("to_string"), "to_string: (\"seventeen chars!!\", 17)");
     assert_eq!(
         find("with_capacity(100)"),

@@ -7,12 +7,15 @@
 #![allow(clippy::vec_box)] // one allocation per box, on purpose
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::Cell;
 
 #[path = "differential/corpus.rs"]
 #[macro_use]
 mod corpus;
+#[path = "differential/harness.rs"]
+mod harness;
+
+use harness::{assert_same, find, panic_text, BUF_LEN};
 
 /// Counts, per thread, the allocations it forwards to the system allocator.
 struct Counting;
@@ -63,34 +66,6 @@ fn zeroed_allocs() -> usize {
     ZEROED.with(Cell::get)
 }
 
-/// Read under `unsafe` as a length: a `static mut` is no const.
-static mut BUF_LEN: usize = 48;
-
-thread_local! {
-    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// Runs `f`, returning its panic message (or "no panic").
-fn panic_text<R>(f: impl FnOnce() -> R) -> String {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        std::panic::set_hook(Box::new(move |info| {
-            let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
-                s.to_string()
-            } else if let Some(s) = info.payload().downcast_ref::<String>() {
-                s.clone()
-            } else {
-                "<non-string payload>".to_string()
-            };
-            LAST_PANIC.with(|l| *l.borrow_mut() = msg);
-        }));
-    });
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(_) => "no panic".to_string(),
-        Err(_) => LAST_PANIC.with(|l| l.borrow().clone()),
-    }
-}
-
 corpus!(plain);
 corpus!(special, specalloc::specialize);
 corpus!(reported, specalloc::specialize(report));
@@ -101,25 +76,10 @@ fn annotated_code_behaves_exactly_like_plain_code_without_install() {
     let plain = plain::run();
     let special = special::run();
     let reported = reported::run();
-    for ((p, s), r) in plain.iter().zip(&special).zip(&reported) {
-        if p != s || p != r {
-            // The corpus's panic hook keeps assertion texts to itself: say it here.
-            eprintln!("plain:    {p}\nspecial:  {s}\nreported: {r}");
-        }
-    }
-    assert_eq!(plain, special);
-    assert_eq!(plain, reported);
+    assert_same(&plain, &special, &reported);
     assert_eq!(plain.len(), special.len());
     assert_eq!(plain.len(), reported.len());
-    let find = |what: &str| {
-        let l = plain
-            .iter()
-            .find(|l| l.starts_with(what))
-            .unwrap_or_else(|| panic!("no {what}"))
-            .clone();
-        eprintln!("{l}");
-        l
-    };
+    let find = |what: &str| find(&plain, what);
     // What std does, as the wrapper saw it.
     assert_eq!(
         find("vec![1, x?, 3] with None"),
