@@ -124,10 +124,12 @@ pub use report::{sites, SiteRoute, SiteStats};
 /// `install!(static NAME);` to name the static. Put it once in the binary (and in each test
 /// binary, which has its own `main`).
 ///
-/// It expands to `#[global_allocator] static NAME: SpecAlloc = SpecAlloc;` plus a
-/// constructor, run before `main` and before any test, that marks the global allocator as
-/// specalloc's own. A program can have only one `#[global_allocator]`, so no wrapper can be
-/// installed together with the mark. Without it (a hand-written `#[global_allocator]`, a
+/// It expands to `#[global_allocator] static NAME: SpecAlloc = SpecAlloc;` plus the mark that
+/// the global allocator is specalloc's own: on ELF and Mach-O targets a byte the linker puts in
+/// place of the runtime's weak default (so it holds from the first instruction, and under fat
+/// LTO the compiler drops the entry points' check), elsewhere a constructor run before `main`.
+/// A program can have only one `#[global_allocator]`, so no wrapper can be installed together
+/// with the mark. Without it (a hand-written `#[global_allocator]`, a
 /// wrapper such as a counting or header-adding allocator, another allocator, or a library's
 /// own tests) the specialised entry points silently do what the std code does, through the
 /// global allocator: correct, just not specialised.

@@ -111,6 +111,9 @@ mod hooks;
 mod large;
 mod lock;
 mod mark;
+#[cfg(not(specalloc_link_mark))]
+#[doc(hidden)]
+pub use mark::__declare_global_allocator;
 mod os;
 mod policy;
 mod remote;

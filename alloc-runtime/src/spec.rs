@@ -14,13 +14,14 @@
 //! What these return is freed by the global allocator (`Box`/`Vec` drop), so the routines may
 //! hand out a block only when the global allocator is specalloc's own [`SpecAlloc`](crate::SpecAlloc),
 //! with no wrapper in between. The program states that with [`install!`](crate::install), which
-//! declares the `#[global_allocator]` and marks it before `main`; a program can have only one
-//! global allocator, so a wrapper (counting, header-adding, ...) can never be installed alongside
-//! the mark. Without the mark (a hand-written `#[global_allocator]`, a wrapper, another
-//! allocator, a library's tests), every entry point silently does what the std code it stands
-//! for does, through the global allocator, whatever it is: the mark is one process-wide flag
-//! decided before `main`, which each entry point reads first (one load and one branch), so the
-//! std code is all a program without it runs.
+//! declares the `#[global_allocator]` and sets the install mark (a byte the linker decides, see
+//! `mark.rs`); a program can have only one global allocator, so a wrapper (counting,
+//! header-adding, ...) can never be installed alongside the mark. Without the mark (a
+//! hand-written `#[global_allocator]`, a wrapper, another allocator, a library's tests), every
+//! entry point silently does what the std code it stands for does, through the global
+//! allocator, whatever it is: each entry point reads the mark first (one load and one branch;
+//! nothing under fat LTO in an installed program), so the std code is all a program without it
+//! runs.
 //!
 //! With the mark, an entry point takes its block inline: the allocation fast path with the size
 //! class and size as constants (what the generic path becomes at a constant layout, without its
@@ -257,63 +258,9 @@ impl<T, const N: usize> Array<T, N> {
     pub const PLAN_ZEROED: Option<Plan> = plan(Self::BYTES, align_of::<T>(), true);
 }
 
-pub use crate::mark::{__declare_global_allocator, installed};
-
-/// Declares [`SpecAlloc`](crate::SpecAlloc) as the program's global allocator and lets the
-/// size-specialised routines serve the entry points of this module (and the code
-/// `#[specialize]` generates). Put it once in the binary, or in each test binary:
-/// `install!();` or `install!(static NAME);` to name the static.
-///
-/// It expands to `#[global_allocator] static NAME: SpecAlloc = SpecAlloc;` and a constructor,
-/// run before `main` and before any test (an `.init_array` entry on ELF targets,
-/// `__mod_init_func` on Apple targets, `.CRT$XCU` on Windows), that marks the global
-/// allocator as specalloc's. A program has only one `#[global_allocator]`, so a wrapper can
-/// never be installed together with the mark. Without the mark (a hand-written
-/// `#[global_allocator]`, a wrapper, another allocator, or a target without constructors)
-/// the entry points use the global allocator like the std code they stand for.
-///
-/// ```
-/// specalloc_runtime::install!(static GLOBAL);
-///
-/// assert!(specalloc_runtime::spec::installed());
-/// let v = specalloc_runtime::spec::vec_with_capacity::<u64, 3>();
-/// assert_eq!(v.capacity(), 3);
-/// ```
-#[macro_export]
-macro_rules! install {
-    () => {
-        $crate::install!(static __SPECALLOC_GLOBAL);
-    };
-    (static $name:ident) => {
-        #[global_allocator]
-        static $name: $crate::SpecAlloc = $crate::SpecAlloc;
-
-        const _: () = {
-            extern "C" fn __specalloc_mark_global_allocator() {
-                // SAFETY: the `#[global_allocator]` declared next to this constructor is
-                // `SpecAlloc` itself, and a program has only one global allocator.
-                unsafe { $crate::spec::__declare_global_allocator() }
-            }
-            #[used]
-            #[cfg_attr(
-                any(
-                    target_os = "linux",
-                    target_os = "android",
-                    target_os = "freebsd",
-                    target_os = "netbsd",
-                    target_os = "openbsd",
-                    target_os = "dragonfly",
-                    target_os = "illumos",
-                    target_os = "solaris"
-                ),
-                unsafe(link_section = ".init_array")
-            )]
-            #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func"))]
-            #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
-            static __SPECALLOC_MARK: extern "C" fn() = __specalloc_mark_global_allocator;
-        };
-    };
-}
+#[cfg(not(specalloc_link_mark))]
+pub use crate::mark::__declare_global_allocator;
+pub use crate::mark::{installed, MARK_AT_LINK_TIME};
 
 /// Allocates room for one `T`, uninitialised, through the routine of `T`'s size class
 /// (`Box::new_uninit()`, specialised).
@@ -372,25 +319,48 @@ pub fn boxed<T>(x: T) -> Box<T> {
     if !One::<T>::SERVED {
         return Box::new(x);
     }
-    let mut p = core::ptr::null_mut();
     if installed() {
         // SAFETY: the mark is set, and the constants are those of one plan (`One::<T>::PLAN`).
-        p = unsafe {
-            crate::heap::take_inline::<false>(
-                One::<T>::TINY,
-                One::<T>::CLASS,
-                One::<T>::SIZE,
-                One::<T>::PLAIN,
-            )
+        let p = unsafe {
+            crate::heap::take_hit::<false>(One::<T>::TINY, One::<T>::CLASS, One::<T>::SIZE)
         };
+        if p.is_null() {
+            return boxed_miss(x);
+        }
+        // SAFETY: `p` is a live block for one `T` from this thread's heap, handed out only
+        // when `SpecAlloc` itself is the global allocator (see `uninit`); writing initialises
+        // it.
+        return unsafe { write_box(p, x) };
     }
+    // What `Box::new` does (the type is not zero-sized: it has a plan).
+    let p = std_alloc(Layout::new::<T>());
+    // SAFETY: `p` is a live block of the global allocator with `T`'s layout, as `Box::new`
+    // takes it.
+    unsafe { write_box(p, x) }
+}
+
+/// [`boxed`] on a miss of the inline fast path, out of line: the routine of `T`'s class (which
+/// refills the thread's span), or what `Box::new` does if it finds no memory.
+#[cold]
+#[inline(never)]
+fn boxed_miss<T>(x: T) -> Box<T> {
+    let mut p = One::<T>::PLAIN();
     if p.is_null() {
-        // What `Box::new` does (the type is not zero-sized: it has a plan), written here so
-        // that `x` is moved into the block in one place whichever way the block came.
         p = std_alloc(Layout::new::<T>());
     }
-    // SAFETY: `p` is a live block for one `T`, from a routine (see `uninit`) or from the
-    // global allocator with `T`'s layout, as `Box::new` takes it; writing initialises it.
+    // SAFETY: `p` is a live block for one `T`, from the routine (installed, see `uninit`) or
+    // from the global allocator with `T`'s layout.
+    unsafe { write_box(p, x) }
+}
+
+/// Moves `x` into the block `p` and boxes it.
+///
+/// # Safety
+/// `p` is a live block for one `T` (size and alignment) that `Box<T>`'s drop may free through
+/// the global allocator with `T`'s layout.
+#[inline(always)]
+unsafe fn write_box<T>(p: *mut u8, x: T) -> Box<T> {
+    // SAFETY: `p` is valid for writing one `T` and owned by the caller (our contract).
     unsafe {
         p.cast::<T>().write(x);
         Box::from_raw(p.cast())

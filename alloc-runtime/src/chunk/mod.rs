@@ -399,21 +399,6 @@ pub(crate) fn page_heap_totals() -> (usize, usize) {
     (chunks, free)
 }
 
-/// Whether `p` points into a chunk of the page heap (a small or medium block of ours).
-pub(crate) fn owns(p: *const u8) -> bool {
-    let base = (p as usize & !(CHUNK_SIZE - 1)) as *mut Chunk;
-    let ph = PAGE_HEAP.lock();
-    let mut c = ph.chunks;
-    while !c.is_null() {
-        if c == base {
-            return true;
-        }
-        // SAFETY: chunks on the list are live; we hold the lock.
-        c = unsafe { (*c).next.get() };
-    }
-    false
-}
-
 /// Holds or releases the page-heap lock around `fork` (see `heap::fork_*`).
 pub(crate) fn fork_lock(take: bool) {
     if take {

@@ -4,9 +4,10 @@
 //! out at all, that is that `install!` declared `SpecAlloc` itself as the global allocator (see
 //! [`ensure_spec_heap`]); otherwise the routines return null.
 //!
-//! The entry points of `spec.rs` do not call a routine first: they read the process-wide mark
-//! (`mark::installed`, decided before `main`), one load and one branch, and without it go
-//! straight to the std code they stand for; with it they take the block inline ([`take_inline`],
+//! The entry points of `spec.rs` do not call a routine first: they read the install mark
+//! (`mark::installed`, decided by the linker), one load and one branch (none under fat LTO in an
+//! installed program), and without it go straight to the std code they stand for; with it they
+//! take the block inline ([`take_inline`], [`take_hit`],
 //! the fast path with the class and size as constants, which is what the generic path becomes
 //! at a constant layout once inlined, minus the size-class lookup) and call the routine out of
 //! line only on a miss.
@@ -68,20 +69,43 @@ pub(crate) unsafe fn take_inline<const ZEROED: bool>(
     size: usize,
     routine: fn() -> *mut u8,
 ) -> *mut u8 {
+    // SAFETY: forwarded from our caller.
+    let p = unsafe { take_hit::<ZEROED>(tiny, class, size) };
+    if p.is_null() {
+        refill(routine)
+    } else {
+        p
+    }
+}
+
+/// The fast path of [`take_inline`] alone: a block from this thread's current span of the
+/// class, or null on a miss (the caller then calls the routine, out of line).
+///
+/// # Safety
+/// As for [`take_inline`].
+#[inline(always)]
+pub(crate) unsafe fn take_hit<const ZEROED: bool>(
+    tiny: bool,
+    class: usize,
+    size: usize,
+) -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel, whose spans have no free
-    // block (the miss then calls `routine`, which gives the thread a heap).
-    let p = unsafe {
+    // block (the miss then returns null).
+    unsafe {
         if tiny {
             alloc_tiny_in::<ZEROED>(current_heap(), miss)
         } else {
             alloc_wide_in::<ZEROED>(current_heap(), class, size, miss)
         }
-    };
-    if p.is_null() {
-        routine()
-    } else {
-        p
     }
+}
+
+/// Calls the routine on the inline fast path's miss, out of line and marked cold: the miss is
+/// rare (a span refill), and the mark lets the compiler lay the hit out as a straight line.
+#[cold]
+#[inline(never)]
+fn refill(routine: fn() -> *mut u8) -> *mut u8 {
+    routine()
 }
 
 /// The inline fast path's miss: null, which [`take_inline`] turns into a call of the routine.
