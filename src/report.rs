@@ -248,6 +248,37 @@ pub mod counted {
         p::boxed(std, x)
     }
 
+    /// [`p::box_slicer`], counted.
+    #[inline(always)]
+    pub fn box_slice<T, const N: usize, F: FnOnce([T; N]) -> Box<[T]>>(
+        site: &'static Site,
+        std: F,
+        a: [T; N],
+    ) -> Box<[T]> {
+        site.hit(size_of::<[T; N]>(), align_of::<T>());
+        p::box_slicer(std)(a)
+    }
+
+    /// [`p::box_str`], counted.
+    #[inline(always)]
+    pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
+        site: &'static Site,
+        std: F,
+        s: &'static str,
+    ) -> Box<str> {
+        site.hit(N, 1);
+        p::box_str::<N, F>(std, s)
+    }
+
+    /// [`p::box_default`], counted when the block comes from [`p::BoxDefault::make`].
+    #[inline(always)]
+    pub fn box_default<T: ?Sized, F: Fn() -> Box<T>>(
+        site: &'static Site,
+        std: F,
+    ) -> p::BoxDefault<T, F> {
+        p::box_default_at(std, Some(site))
+    }
+
     /// [`p::pinned`], counted.
     #[inline(always)]
     pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(
