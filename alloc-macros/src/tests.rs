@@ -563,22 +563,33 @@ fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
     &body[..body.find("```").expect("closing fence")]
 }
 
-/// Issue 22, item 6: the expansion `docs/macros.md` shows for its `build` example is what the
-/// attribute emits for it, pretty-printed.
+/// Issue 22, items 6 and 7: each expansion `docs/macros.md` shows (for its `build` example,
+/// and for `reach` in "Reach") is what the attribute emits for the example, pretty-printed.
 #[test]
 fn documented_expansion_is_what_the_macro_emits() {
     let doc = include_str!("../../docs/macros.md");
-    let example = fenced_after(doc, "```rust\nuse specalloc::specialize;");
-    let item =
-        &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
-    let item: TokenStream = item.parse().expect("the example parses");
-    let emitted = specialize(TokenStream::new(), item);
-    let documented = fenced_after(
-        doc,
-        "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore",
-    );
-    assert_eq!(
-        documented, emitted,
-        "update docs/macros.md with the expansion on the right"
-    );
+    for (example, name) in [
+        (
+            "```rust\nuse specalloc::specialize;\n\nstruct Point",
+            "build",
+        ),
+        (
+            "```rust\nuse specalloc::specialize;\n\n#[derive(Default)]\nstruct Node",
+            "reach",
+        ),
+    ] {
+        let example = fenced_after(doc, example);
+        let item = &example
+            [example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
+        let item: TokenStream = item.parse().expect("the example parses");
+        let emitted = specialize(TokenStream::new(), item);
+        let marker = format!(
+            "<!-- expansion of {name}: checked by alloc-macros/src/tests.rs -->\n```rust,ignore"
+        );
+        let documented = fenced_after(doc, &marker);
+        assert_eq!(
+            documented, emitted,
+            "update docs/macros.md's expansion of {name} with the one on the right"
+        );
+    }
 }
