@@ -117,7 +117,7 @@ mod report;
 #[doc = include_str!("../docs/macros.md")]
 pub mod guide {}
 
-pub use report::{sites, SiteRoute, SiteStats};
+pub use report::{site_report, sites, SiteReport, SiteRoute, SiteStats};
 
 /// Declares [`SpecAlloc`] as the program's global allocator and lets the size-specialised
 /// routines serve ([`spec`], [`alloc!`], [`#[specialize]`](specialize)): `install!();`, or

@@ -61,6 +61,115 @@ pub fn boxer<T, F: FnOnce(T) -> Box<T>>(_std: F) -> fn(T) -> Box<T> {
     }
 }
 
+/// `Box::<[T]>::from([a, b, c])` as rewritten by `#[specialize]`:
+/// `(box_slicer(Box::<[T]>::from))([a, b, c])`, std's `From<[T; N]> for Box<[T]>` (which is
+/// `Box::new(array)`, unsized). The function to call is chosen from `[T; N]` at compile time,
+/// as [`boxer`] chooses: [`spec::boxed`] when a routine serves the array, std's own
+/// `<Box<[T]> as From<[T; N]>>::from` otherwise (a large array is moved as without the
+/// attribute).
+#[inline(always)]
+#[must_use]
+pub fn box_slicer<T, const N: usize, F: FnOnce([T; N]) -> Box<[T]>>(
+    _std: F,
+) -> fn([T; N]) -> Box<[T]> {
+    if Served::<[T; N]>::BOX {
+        box_slice_spec::<T, N>
+    } else {
+        <Box<[T]> as From<[T; N]>>::from
+    }
+}
+
+/// `Box::new(a)` through the routine of `[T; N]`'s class, unsized to `Box<[T]>`.
+#[inline(always)]
+fn box_slice_spec<T, const N: usize>(a: [T; N]) -> Box<[T]> {
+    spec::boxed(a)
+}
+
+/// `Box::<str>::from("…")` (`_std` is the user's `Box::<str>::from`), std's
+/// `From<&str> for Box<str>`: one block of exactly `N` bytes (none for `""`), the literal's
+/// length, with the bytes copied in. Not `#[must_use]`, as `From::from` is not (nor is
+/// `Default::default`, below).
+#[inline(always)]
+pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
+    _std: F,
+    s: &'static str,
+) -> Box<str> {
+    // Capacity `N` is the length: `into_boxed_str` keeps the block as it is.
+    spec::string_from::<N>(s).into_boxed_str()
+}
+
+/// `Box::<T>::default()` as rewritten by `#[specialize]`:
+/// `box_default::<T, _>(Box::<T>::default).make()`. Which `make` runs is decided where the
+/// site is, by method resolution: [`BoxDefault::make`] when `T: Default` (then std's
+/// `Box::<T>::default` is its `impl<T: Default> Default for Box<T>`, the only impl a sized
+/// `T: Default` can have), and otherwise, through `Deref`, [`StdDefault::make`], which calls
+/// std's function: `Box::<str>::default()`, `Box::<[u8]>::default()`, a `Box<dyn Trait>` of
+/// the user's own `Default` impl, or a type parameter without a `Default` bound.
+pub struct BoxDefault<T: ?Sized, F> {
+    std: StdDefault<T, F>,
+    site: Option<&'static Site>,
+}
+
+/// The fallback of [`BoxDefault`]: std's `Box::<T>::default`, called as it is.
+pub struct StdDefault<T: ?Sized, F>(F, core::marker::PhantomData<fn() -> Box<T>>);
+
+/// The probe of `Box::<T>::default()` (`std` is the user's `Box::<T>::default`).
+#[inline(always)]
+#[must_use]
+pub fn box_default<T: ?Sized, F: Fn() -> Box<T>>(std: F) -> BoxDefault<T, F> {
+    box_default_at(std, None)
+}
+
+/// [`box_default`], counted at `site` (`#[specialize(report)]`) when `make` allocates.
+#[inline(always)]
+#[must_use]
+pub(crate) fn box_default_at<T: ?Sized, F: Fn() -> Box<T>>(
+    std: F,
+    site: Option<&'static Site>,
+) -> BoxDefault<T, F> {
+    BoxDefault {
+        std: StdDefault(std, core::marker::PhantomData),
+        site,
+    }
+}
+
+impl<T: Default, F: Fn() -> Box<T>> BoxDefault<T, F> {
+    /// What std's `impl<T: Default> Default for Box<T>` does, in its order: the block first
+    /// (`Box::new_uninit`, here through the routine of `T`'s class), then `T::default()` written
+    /// into it; if `T::default()` panics, the block is freed.
+    #[inline(always)]
+    pub fn make(&self) -> Box<T> {
+        if let Some(site) = self.site {
+            site.hit(core::mem::size_of::<T>(), core::mem::align_of::<T>());
+        }
+        let mut b = spec::uninit::<T>();
+        // SAFETY: `b` is valid for writing one `T` (`MaybeUninit<T>` has `T`'s layout);
+        // written, it is initialised. Should `T::default()` panic, `b` is dropped as a
+        // `Box<MaybeUninit<T>>`, which frees the block and drops nothing.
+        unsafe {
+            b.as_mut_ptr().write(T::default());
+            b.assume_init()
+        }
+    }
+}
+
+impl<T: ?Sized, F> core::ops::Deref for BoxDefault<T, F> {
+    type Target = StdDefault<T, F>;
+
+    #[inline(always)]
+    fn deref(&self) -> &StdDefault<T, F> {
+        &self.std
+    }
+}
+
+impl<T: ?Sized, F: Fn() -> Box<T>> StdDefault<T, F> {
+    /// std's `Box::<T>::default()` itself (not counted by `report`: no routine serves it).
+    #[inline(always)]
+    pub fn make(&self) -> Box<T> {
+        (self.0)()
+    }
+}
+
 /// `Box::pin(x)` (`_std` is the user's `Box::pin`).
 #[inline(always)]
 #[must_use]

@@ -105,28 +105,50 @@ impl fmt::Display for SiteStats {
             SiteRoute::Class(c) => write!(f, "class {c} ({} B)", size_class::class_size(c))?,
             SiteRoute::Generic => write!(f, "generic path")?,
         }
-        write!(f, ", {} hits", self.hits)
+        write!(f, ", {} hit{}", self.hits, plural(self.hits))
     }
 }
 
-/// The sites rewritten by `#[specialize(report)]` that have run so far, most recently first
-/// run first. Sites of code without `report` are not counted (it costs an atomic increment
-/// per allocation).
+/// The plural ending of a count's noun.
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The sites rewritten by `#[specialize(report)]` that have run so far, hottest first: by
+/// hits, most first, and sites with as many hits by file, line and column. Sites of code
+/// without `report` are not counted (it costs an atomic increment per allocation).
+/// [`site_report()`] gives the same list ready to print.
 ///
 /// ```
 /// specalloc::install!();
 ///
 /// #[specalloc::specialize(report)]
-/// fn make() -> Box<[u64; 3]> {
-///     Box::new([1, 2, 3])
+/// fn make() -> (Box<[u64; 3]>, String) {
+///     (Box::new([1, 2, 3]), String::from("once"))
 /// }
 ///
-/// for _ in 0..10 {
-///     make();
+/// #[specalloc::specialize(report)]
+/// fn more() -> Box<u8> {
+///     Box::new(1)
 /// }
-/// let site = specalloc::sites().into_iter().find(|s| s.what == "Box::new").unwrap();
-/// assert_eq!((site.hits, site.size), (10, 24));
-/// println!("{site}"); // src/lib.rs:8:5: Box::new of 24 B (align 8) -> class 3 (24 B), 10 hits
+///
+/// for i in 0..10 {
+///     make();
+///     if i < 4 {
+///         more();
+///     }
+/// }
+/// let sites = specalloc::sites();
+/// let hits: Vec<u64> = sites.iter().map(|s| s.hits).collect();
+/// assert_eq!(hits, [10, 10, 4]);
+/// let site = sites.iter().find(|s| s.what == "Box::new" && s.size == 24).unwrap();
+/// println!("{site}"); // src/lib.rs:5:6: Box::new of 24 B (align 8) -> class 3 (24 B), 10 hits
+/// // Equal hits: in source order.
+/// assert_eq!((sites[0].what, sites[1].what), ("Box::new", "String::from"));
 /// ```
 pub fn sites() -> Vec<SiteStats> {
     let mut out = Vec::new();
@@ -137,7 +159,128 @@ pub fn sites() -> Vec<SiteStats> {
         out.push(s.stats());
         p = s.next.load(Ordering::Acquire);
     }
+    out.sort_by(|a, b| {
+        b.hits
+            .cmp(&a.hits)
+            .then_with(|| (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column)))
+    });
     out
+}
+
+/// The per-site report, ready to print: [`sites()`], hottest first, with the hits of all of
+/// them. Its `Display` writes a summary line, then one line per site (as [`SiteStats`]
+/// displays it) with its share of all the hits.
+///
+/// ```
+/// specalloc::install!();
+///
+/// #[specalloc::specialize(report)]
+/// fn node() -> Box<(u64, u64)> {
+///     Box::new((1, 2))
+/// }
+///
+/// for _ in 0..3 {
+///     node();
+/// }
+/// let report = specalloc::site_report();
+/// assert_eq!((report.sites.len(), report.counted(), report.hits()), (1, 1, 3));
+/// let text = report.to_string();
+/// assert!(text.starts_with("1 site, 3 hits, hottest first:\n"), "{text}");
+/// assert!(text.ends_with(": Box::new of 16 B (align 8) -> class 2 (16 B), 3 hits (100.0%)\n")
+///     || !specalloc::spec::SIZE_SPECIALIZED, "{text}");
+/// print!("{report}");
+/// // 1 site, 3 hits, hottest first:
+/// //   …:5:5: Box::new of 16 B (align 8) -> class 2 (16 B), 3 hits (100.0%)
+/// print!("{}", report.top(10)); // the ten hottest
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteReport {
+    /// The sites, hottest first (as [`sites()`] orders them): all of them, or the hottest
+    /// ones ([`SiteReport::top`]).
+    pub sites: Vec<SiteStats>,
+    counted: usize,
+    hits: u64,
+}
+
+/// The sites counted so far, as a [`SiteReport`] (`print!("{}", specalloc::site_report())`).
+///
+/// ```
+/// let report = specalloc::site_report();
+/// assert_eq!(report.sites, specalloc::sites());
+/// ```
+pub fn site_report() -> SiteReport {
+    let sites = sites();
+    SiteReport {
+        counted: sites.len(),
+        hits: sites.iter().map(|s| s.hits).sum(),
+        sites,
+    }
+}
+
+impl SiteReport {
+    /// The hits of all the sites counted (those [`SiteReport::top`] left out included).
+    ///
+    /// ```
+    /// let report = specalloc::site_report();
+    /// assert_eq!(report.hits(), report.sites.iter().map(|s| s.hits).sum::<u64>());
+    /// ```
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// How many sites were counted (those [`SiteReport::top`] left out included).
+    ///
+    /// ```
+    /// let report = specalloc::site_report();
+    /// assert_eq!(report.counted(), report.sites.len());
+    /// ```
+    pub fn counted(&self) -> usize {
+        self.counted
+    }
+
+    /// The `n` hottest sites only; the shares printed stay shares of all the hits.
+    ///
+    /// ```
+    /// let report = specalloc::site_report();
+    /// let top = report.top(3);
+    /// assert!(top.sites.len() <= 3);
+    /// assert_eq!((top.counted(), top.hits()), (report.counted(), report.hits()));
+    /// ```
+    pub fn top(&self, n: usize) -> SiteReport {
+        SiteReport {
+            sites: self.sites.iter().take(n).cloned().collect(),
+            ..*self
+        }
+    }
+}
+
+impl fmt::Display for SiteReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (shown, counted, hits) = (self.sites.len(), self.counted, self.hits);
+        if counted == 0 {
+            return writeln!(
+                f,
+                "no site counted (none under #[specialize(report)] has run)"
+            );
+        }
+        if shown < counted {
+            write!(f, "the {shown} hottest of ")?;
+        }
+        writeln!(
+            f,
+            "{counted} site{}, {hits} hit{}, hottest first:",
+            plural(counted as u64),
+            plural(hits)
+        )?;
+        for s in &self.sites {
+            // The share in tenths of a percent, from integers.
+            let per_mille = (u128::from(s.hits) * 1000)
+                .checked_div(u128::from(hits))
+                .unwrap_or(0);
+            writeln!(f, "  {s} ({}.{}%)", per_mille / 10, per_mille % 10)?;
+        }
+        Ok(())
+    }
 }
 
 static SITES: AtomicPtr<Site> = AtomicPtr::new(core::ptr::null_mut());
@@ -246,6 +389,37 @@ pub mod counted {
     pub fn boxed<T, F: FnOnce(T) -> Box<T>>(site: &'static Site, std: F, x: T) -> Box<T> {
         site.hit(size_of::<T>(), align_of::<T>());
         p::boxed(std, x)
+    }
+
+    /// [`p::box_slicer`], counted.
+    #[inline(always)]
+    pub fn box_slice<T, const N: usize, F: FnOnce([T; N]) -> Box<[T]>>(
+        site: &'static Site,
+        std: F,
+        a: [T; N],
+    ) -> Box<[T]> {
+        site.hit(size_of::<[T; N]>(), align_of::<T>());
+        p::box_slicer(std)(a)
+    }
+
+    /// [`p::box_str`], counted.
+    #[inline(always)]
+    pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
+        site: &'static Site,
+        std: F,
+        s: &'static str,
+    ) -> Box<str> {
+        site.hit(N, 1);
+        p::box_str::<N, F>(std, s)
+    }
+
+    /// [`p::box_default`], counted when the block comes from [`p::BoxDefault::make`].
+    #[inline(always)]
+    pub fn box_default<T: ?Sized, F: Fn() -> Box<T>>(
+        site: &'static Site,
+        std: F,
+    ) -> p::BoxDefault<T, F> {
+        p::box_default_at(std, Some(site))
     }
 
     /// [`p::pinned`], counted.

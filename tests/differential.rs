@@ -123,4 +123,24 @@ fn the_annotated_copies_use_the_routines_when_installed() {
     } else {
         assert_eq!(routed, 0);
     }
+    // Issue 22, item 7: the reach forms were rewritten and counted, with the sizes std
+    // allocates.
+    let sized = |what: &str, size: usize| {
+        let site = sites
+            .iter()
+            .find(|s| s.what == what && s.size == size)
+            .unwrap_or_else(|| panic!("no {what} site of {size} B in {sites:#?}"));
+        assert!(site.hits >= 1);
+        let routed = !matches!(site.route, specalloc::SiteRoute::Generic);
+        assert_eq!(routed, specalloc::spec::SIZE_SPECIALIZED, "{site}");
+    };
+    sized("Box::default", 8); // Box::<SeesCounter>::default()
+    sized("Box::default", 24); // Box::<[u16; 12]>::default(), Box::<String>::default()
+    sized("Box::from", 12); // Box::<[u32]>::from([1, 2, 3])
+    sized("Box::from", 4); // Box::<[u8; 4]>::from([9; 4])
+    sized("Box::from", 9); // Box::<str>::from("boxed str")
+                           // Seven `Box::<T>::default()` sites of sized `T: Default` (two zero-sized); the four of
+                           // `str`, `[u8]`, `dyn Shape` and an unbounded `T` took std's function.
+    let defaults = sites.iter().filter(|s| s.what == "Box::default").count();
+    assert_eq!(defaults, 7, "{sites:#?}");
 }

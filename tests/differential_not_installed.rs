@@ -112,6 +112,29 @@ fn annotated_code_behaves_exactly_like_plain_code_without_install() {
     panic_text(plain::panicking_element);
     let plain_count = allocs() - plain_before;
     assert!((plain_before - before).saturating_sub(plain_count) <= 1);
+    // Issue 22, item 7: `Box::<T>::default()` allocates before `T::default()` runs, as std's
+    // does; each reach form allocates what std's does.
+    assert_eq!(
+        find("Box::<T>::default() order"),
+        "Box::<T>::default() order: (1, 1)"
+    );
+    for (what, allocs) in [
+        ("Box::<T>::default() values", 3),
+        ("Box::<unsized>::default()", 0),
+        ("Box::<dyn Shape>::default()", 1),
+        ("generic Box::<T>::default()", 2),
+        ("Box::<[T]>::from([..])", 2),
+        ("Box::<[T; N]>::from([..])", 2),
+        ("Box::<str>::from(\"..\")", 1),
+        ("Box::from and Box::default() left alone", 6),
+    ] {
+        let l = find(what);
+        assert!(l.ends_with(&format!(", {allocs})")), "{l}");
+    }
+    assert_eq!(
+        find("Box::<T>::default() panicking"),
+        "Box::<T>::default() panicking: (\"default panics\", 0)"
+    );
     assert_eq!(
         find("vec![0u8; 256 MiB]"),
         "vec![0u8; 256 MiB]: (268435456, 268435456, 0, 0, 1, 1)"

@@ -50,7 +50,6 @@ fn main() {
         let (p, v, s) = counted();
         assert_eq!((p.x + p.y, v.len(), s.len()), (7.0, 3, 7));
     }
-    for site in specalloc::sites() {
-        println!("{site}");
-    }
+    // The counted sites, hottest first, with their share of the hits.
+    print!("{}", specalloc::site_report());
 }

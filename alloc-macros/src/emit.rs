@@ -78,16 +78,54 @@ impl Gen {
         }
     }
 
-    /// `Box::new(e)` / `Box::<T>::new(e)` (`std` is the callee as written):
-    /// `(boxer(Box::new))(e)`, which calls `spec::boxed` or, for a type no routine serves,
-    /// `Box::new` itself (no extra stack copy of a large value in a debug build).
-    pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
+    /// `Box::new(e)` / `Box::<T>::new(e)`, and `Box::<[T; N]>::from([…])` (`std` is the callee
+    /// as written, `what` the form): `(boxer(Box::new))(e)`, which calls `spec::boxed` or, for
+    /// a type no routine serves, `Box::new` itself (no extra stack copy of a large value in a
+    /// debug build).
+    pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr, what: &str) -> TokenStream {
+        self.chosen(user, "boxer", "boxed", std, arg, what)
+    }
+
+    /// `Box::<[T]>::from([…])`: `(box_slicer(Box::<[T]>::from))([…])`, as [`Gen::boxed`].
+    pub fn box_slice(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
+        self.chosen(user, "box_slicer", "box_slice", std, arg, "Box::from")
+    }
+
+    /// `(chooser(std))(arg)`: the function `chooser` picks at compile time, called on `arg`;
+    /// under `report`, the counted entry point `counted(&SITE, std, arg)`.
+    fn chosen(
+        &self,
+        user: Span,
+        chooser: &str,
+        counted: &str,
+        std: TokenStream,
+        arg: &Expr,
+        what: &str,
+    ) -> TokenStream {
         if self.report {
             let args = quote_spanned!(user=> #std, #arg);
-            return self.call(user, "boxed", TokenStream::new(), args, "Box::new");
+            return self.call(user, counted, TokenStream::new(), args, what);
         }
         let root = self.root(user);
-        quote_spanned!(user=> (#root::__private::boxer(#std))(#arg))
+        let chooser = Ident::new(chooser, user);
+        quote_spanned!(user=> (#root::__private::#chooser(#std))(#arg))
+    }
+
+    /// `Box::<str>::from("…")`: `box_str::<LEN, _>(Box::<str>::from, "…")`.
+    pub fn box_str(&self, user: Span, std: TokenStream, lit: &LitStr) -> TokenStream {
+        let len = Literal::usize_unsuffixed(lit.value().len());
+        let generics = quote_spanned!(user=> ::<#len, _>);
+        let args = quote_spanned!(user=> #std, #lit);
+        self.call(user, "box_str", generics, args, "Box::from")
+    }
+
+    /// `Box::<T>::default()`: `box_default::<T, _>(Box::<T>::default).make()`, whose `make` is
+    /// picked by method resolution at the site (`T: Default`, or std's function otherwise).
+    pub fn box_default(&self, user: Span, std: TokenStream, ty: &Type) -> TokenStream {
+        let generics = quote_spanned!(user=> ::<#ty, _>);
+        let probe = self.call(user, "box_default", generics, std, "Box::default");
+        let make = Ident::new("make", located(user));
+        quote_spanned!(located(user)=> #probe.#make())
     }
 
     /// `Box::pin(e)`.

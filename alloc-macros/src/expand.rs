@@ -90,7 +90,7 @@ pub fn alloc(input: TokenStream) -> TokenStream {
                         Some(ty) => quote_spanned!(sp=> #root::__private::Box::<#ty>::new),
                         None => quote_spanned!(sp=> #root::__private::Box::new),
                     };
-                    gen.boxed(sp, std, &e)
+                    gen.boxed(sp, std, &e, "Box::new")
                 }
                 AllocOp::VecElem(e, n) => gen.vec_from_elem(sp, empty, &e, &n.into_token_stream()),
                 AllocOp::VecList(list) => gen.vec_from_array(sp, empty, &list),

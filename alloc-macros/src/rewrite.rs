@@ -3,7 +3,8 @@
 //! [`crate::emit::Gen`]).
 //!
 //! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
-//! `Box::pin(e)`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
+//! `Box::pin(e)`, `Box::<T>::default()`, `Box::<[T]>::from([…])`, `Box::<[T; N]>::from([…])`,
+//! `Box::<str>::from("…")`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
 //! `vec![a, b, c]`, `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`,
 //! `"…".to_string()` and `"…".to_owned()`, where `N` is an integer literal or looks like a
 //! const item. Closures, async blocks and the arguments of the formatting macros (`format!`,
@@ -247,7 +248,11 @@ impl<'g> Rewriter<'g> {
         let out = match (c.family, c.method.as_str(), args.as_slice()) {
             // `Box::new(T::default())`: left for clippy's `box_default`.
             (Family::Box, "new", [e]) if is_default_call(e) => return None,
-            (Family::Box, "new", [e]) => self.gen.boxed(c.span, std, e),
+            (Family::Box, "new", [e]) => self.gen.boxed(c.span, std, e, "Box::new"),
+            (Family::Box, "from", [e]) => self.box_from(c.span, std, c.ty?, e)?,
+            (Family::Box, "default", []) if c.ty.is_some_and(fully_written) => {
+                self.gen.box_default(c.span, std, c.ty?)
+            }
             (Family::Box, "pin", [e]) => self.gen.pinned(c.span, std, e),
             (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, std, false),
             (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, std, true),
@@ -266,6 +271,28 @@ impl<'g> Rewriter<'g> {
             _ => return None,
         };
         Some(self.gen.ending_at(out, call.paren_token.span.join()))
+    }
+
+    /// `Box::<T>::from(e)`, where the impl std picks is known from the tokens: `T` is written
+    /// as an array or slice type and `e` is an array expression (`From<T> for Box<T>` and
+    /// `From<[T; N]> for Box<[T]>`: no other impl, std's or another crate's, converts an
+    /// array into those), or `T` is `str` and `e` a string literal (`From<&str> for Box<str>`).
+    /// `Box::from(e)` without the type is left alone: std picks its impl from the type
+    /// expected, which the macro cannot see (`Box<[T; N]>` or `Box<[T]>` for an array,
+    /// `Box<str>` or `Box<dyn Error>` for a literal, or another crate's impl).
+    fn box_from(&self, user: Span, std: TokenStream, ty: &Type, e: &Expr) -> Option<TokenStream> {
+        match (ungroup_type(ty), ungroup(e)) {
+            (Type::Array(_), Expr::Array(_) | Expr::Repeat(_)) => {
+                Some(self.gen.boxed(user, std, e, "Box::from"))
+            }
+            (Type::Slice(_), Expr::Array(_) | Expr::Repeat(_)) => {
+                Some(self.gen.box_slice(user, std, e))
+            }
+            (Type::Path(p), _) if p.qself.is_none() && p.path.is_ident("str") => {
+                Some(self.gen.box_str(user, std, str_lit(e)?))
+            }
+            _ => None,
+        }
     }
 
     /// `"lit".to_string()` / `"lit".to_owned()`.
@@ -558,6 +585,42 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         span: path.segments.first()?.ident.span(),
         path: p.to_token_stream(),
     })
+}
+
+/// `e` without the invisible groups a `macro_rules!` wraps around its fragments.
+fn ungroup(e: &Expr) -> &Expr {
+    match e {
+        Expr::Group(g) if g.attrs.is_empty() => ungroup(&g.expr),
+        _ => e,
+    }
+}
+
+/// `t` without parentheses and invisible groups.
+fn ungroup_type(t: &Type) -> &Type {
+    match t {
+        Type::Group(g) => ungroup_type(&g.elem),
+        Type::Paren(p) => ungroup_type(&p.elem),
+        _ => t,
+    }
+}
+
+/// Whether a type is written out whole: no `_`, `impl Trait` or macro anywhere in it, so that
+/// the compiler knows it where the site is (`Box::<T>::default()` picks its `make` there).
+fn fully_written(t: &Type) -> bool {
+    struct Holes(bool);
+    impl<'ast> Visit<'ast> for Holes {
+        fn visit_type(&mut self, t: &'ast Type) {
+            match t {
+                Type::Infer(_) | Type::ImplTrait(_) | Type::Macro(_) | Type::Verbatim(_) => {
+                    self.0 = true;
+                }
+                _ => syn::visit::visit_type(self, t),
+            }
+        }
+    }
+    let mut holes = Holes(false);
+    holes.visit_type(t);
+    !holes.0
 }
 
 /// `""` is left for clippy's `manual_string_new` (`String::new()` allocates nothing anyway).

@@ -76,6 +76,35 @@ snapshot!(
 );
 
 snapshot!(
+    box_reach_forms,
+    specialize(
+        quote!(),
+        quote! {
+            fn reach<T: Default>() -> usize {
+                // Rewritten: the impl std picks is known from the tokens.
+                let a = Box::<Node>::default();
+                let b = std::boxed::Box::<T>::default();
+                let c = Box::<[u8]>::from([1, 2, 3]);
+                let d = Box::<[u16; 2]>::from([7; 2]);
+                let e = Box::<str>::from("boxed");
+                // Left alone: std picks the impl from the type expected.
+                let f: Box<Node> = Box::default();
+                let g: Box<[u8]> = Box::from([1, 2]);
+                let h: Box<str> = Box::from("text");
+                let i: Box<dyn Error> = Box::from("error");
+                let j = Box::<Vec<_>>::default();
+                let k = Box::<[u8]>::from(array);
+                let l = Box::<str>::from(text);
+                let m = Box::<Node>::from(node);
+                let n: Vec<Box<str>> = names.map(Box::from).collect();
+                Box::<u8>::default();
+                0
+            }
+        }
+    )
+);
+
+snapshot!(
     vec_forms,
     specialize(
         quote!(),
@@ -336,6 +365,10 @@ snapshot!(
                 let g = "lit".to_string();
                 let h = Box::<u8>::new_uninit();
                 let i: Vec<Box<u8>> = (0..n as u8).map(Box::new).collect();
+                let j = Box::<u16>::default();
+                let k = Box::<[u8]>::from([1, 2]);
+                let l = Box::<[u8; 2]>::from([1, 2]);
+                let m = Box::<str>::from("lit");
                 Box::new(2).method();
                 0
             }
@@ -530,22 +563,33 @@ fn fenced_after<'a>(doc: &'a str, start: &str) -> &'a str {
     &body[..body.find("```").expect("closing fence")]
 }
 
-/// Issue 22, item 6: the expansion `docs/macros.md` shows for its `build` example is what the
-/// attribute emits for it, pretty-printed.
+/// Issue 22, items 6 and 7: each expansion `docs/macros.md` shows (for its `build` example,
+/// and for `reach` in "Reach") is what the attribute emits for the example, pretty-printed.
 #[test]
 fn documented_expansion_is_what_the_macro_emits() {
     let doc = include_str!("../../docs/macros.md");
-    let example = fenced_after(doc, "```rust\nuse specalloc::specialize;");
-    let item =
-        &example[example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
-    let item: TokenStream = item.parse().expect("the example parses");
-    let emitted = specialize(TokenStream::new(), item);
-    let documented = fenced_after(
-        doc,
-        "<!-- expansion of build: checked by alloc-macros/src/tests.rs -->\n```rust,ignore",
-    );
-    assert_eq!(
-        documented, emitted,
-        "update docs/macros.md with the expansion on the right"
-    );
+    for (example, name) in [
+        (
+            "```rust\nuse specalloc::specialize;\n\nstruct Point",
+            "build",
+        ),
+        (
+            "```rust\nuse specalloc::specialize;\n\n#[derive(Default)]\nstruct Node",
+            "reach",
+        ),
+    ] {
+        let example = fenced_after(doc, example);
+        let item = &example
+            [example.find("#[specialize]").expect("the attribute") + "#[specialize]".len()..];
+        let item: TokenStream = item.parse().expect("the example parses");
+        let emitted = specialize(TokenStream::new(), item);
+        let marker = format!(
+            "<!-- expansion of {name}: checked by alloc-macros/src/tests.rs -->\n```rust,ignore"
+        );
+        let documented = fenced_after(doc, &marker);
+        assert_eq!(
+            documented, emitted,
+            "update docs/macros.md's expansion of {name} with the one on the right"
+        );
+    }
 }

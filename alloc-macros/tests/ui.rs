@@ -32,6 +32,12 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
         "inference",
         "E0282 suggests `Vec<_>` where std suggests `Vec<T>`",
     ),
+    (
+        "reach",
+        "`Box::<T>::default()` of a `T` without `Default` leaves out std's note listing `Box`'s \
+         constructors; `Box::<[u8; 3]>::from([1, 2])` is E0308 on the array where std says \
+         E0277 (`From<[{integer}; 2]>` is not implemented)",
+    ),
 ];
 
 /// Issue 22: each annotated case of `tests/ui/diag` prints what its plain twin prints (modulo

@@ -47,7 +47,7 @@ macro_rules! corpus {
                 fn area(&self) -> f64;
             }
 
-            #[derive(Debug, Clone)]
+            #[derive(Debug, Clone, Default)]
             struct Rect {
                 w: f64,
                 h: f64,
@@ -174,6 +174,90 @@ macro_rules! corpus {
                 .unwrap()
             }
 
+            /// Issue 22, item 7: `Box::<T>::default()` allocates first, then runs
+            /// `T::default()`, which sees the block in the allocation counter.
+            #[derive(Debug)]
+            pub struct SeesCounter(usize);
+
+            impl Default for SeesCounter {
+                fn default() -> Self {
+                    SeesCounter(allocs())
+                }
+            }
+
+            #[derive(Debug)]
+            struct PanicsInDefault;
+
+            impl Default for PanicsInDefault {
+                fn default() -> Self {
+                    panic!("default panics")
+                }
+            }
+
+            /// A `Default` of the program's own for a boxed trait object (std's `Box::default`
+            /// is then this impl).
+            impl Default for Box<dyn Shape> {
+                fn default() -> Self {
+                    Box::new(Rect { w: 1.0, h: 4.0 })
+                }
+            }
+
+            fn generic_default<T: Default>() -> Box<T> {
+                Box::<T>::default()
+            }
+
+            fn unbounded_default<T: ?Sized>() -> Box<T>
+            where
+                Box<T>: Default,
+            {
+                Box::<T>::default()
+            }
+
+            /// Issue 22, item 7: the reach forms, each with the allocations it made (the
+            /// results go through `black_box`: an optimised build may leave out an allocation
+            /// whose block nothing reads, plain code's as well).
+            fn reach(out: &mut Vec<String>) {
+                use std::hint::black_box;
+                let before = allocs();
+                let b = black_box(Box::<SeesCounter>::default());
+                line(out, "Box::<T>::default() order", (b.0 - before, allocs() - before));
+                let before = allocs();
+                let d = black_box((Box::<u64>::default(), Box::<[u16; 12]>::default(), Box::<String>::default()));
+                line(out, "Box::<T>::default() values", (&d, allocs() - before));
+                let before = allocs();
+                let u = black_box((Box::<str>::default(), Box::<[u8]>::default(), Box::<()>::default()));
+                line(out, "Box::<unsized>::default()", (&u, allocs() - before));
+                let before = allocs();
+                let own = black_box(Box::<dyn Shape>::default());
+                line(out, "Box::<dyn Shape>::default()", (own.area(), allocs() - before));
+                let before = allocs();
+                let g = black_box((generic_default::<(u8, u32)>(), unbounded_default::<u32>(), unbounded_default::<str>()));
+                line(out, "generic Box::<T>::default()", (&g, allocs() - before));
+                let drops = counts().1;
+                line(out, "Box::<T>::default() panicking", (panic_text(|| Box::<PanicsInDefault>::default()), counts().1 - drops));
+                let before = allocs();
+                let s = black_box(Box::<[u32]>::from([1, 2, 3]));
+                let t = black_box(Box::<[Tracked]>::from([Tracked(1), Tracked(2)]));
+                let z = black_box(Box::<[u8]>::from([0u8; 0]));
+                line(out, "Box::<[T]>::from([..])", (&s, &t, &z, allocs() - before));
+                let before = allocs();
+                let a = black_box(Box::<[u8; 4]>::from([9; 4]));
+                let big = black_box(Box::<[u64]>::from([5u64; 5000]));
+                line(out, "Box::<[T; N]>::from([..])", (&a, big.len(), big[4999], allocs() - before));
+                let before = allocs();
+                let bs = black_box((Box::<str>::from("boxed str"), Box::<str>::from("")));
+                line(out, "Box::<str>::from(\"..\")", (&bs, bs.0.len(), allocs() - before));
+                // Left alone: std picks the impl from the type expected.
+                let before = allocs();
+                let slice: Box<[u8]> = black_box(Box::from([1, 2]));
+                let array: Box<[u8; 2]> = black_box(Box::from([3, 4]));
+                let text: Box<str> = black_box(Box::from("text"));
+                let error: Box<dyn std::error::Error> = black_box(Box::from("an error"));
+                let inferred: Box<Rect> = black_box(Box::default());
+                let made = allocs() - before;
+                line(out, "Box::from and Box::default() left alone", (&slice, &array, &text, error.to_string(), inferred, made));
+            }
+
             pub fn run() -> Vec<String> {
                 let mut out = Vec::new();
 
@@ -282,6 +366,7 @@ macro_rules! corpus {
                 line(&mut out, "vec![0u8; 256 MiB]", (h.len(), h.capacity(), h[0], h[HUGE - 1], allocs() - before, zeroed_allocs() - zeroed));
                 drop(h);
                 line(&mut out, "vec![[1u8; 1 MiB]] on a 2 MiB stack", big_element_on_small_stack());
+                reach(&mut out);
                 out
             }
         }

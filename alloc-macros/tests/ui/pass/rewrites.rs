@@ -1,8 +1,8 @@
 // Every form `#[specialize]` and `alloc!` must accept, in one crate (trybuild builds are slow):
 // generic functions, trait objects through unsize coercion, closures, async, nested macros,
-// lifetimes, zero-sized types, types larger than the small classes, over-aligned types,
-// `no_std`-style paths, impl blocks, traits, inline modules, const contexts left alone, a
-// renamed dependency, and the per-site report. It compiles with `deny(warnings)` (no lint fires
+// lifetimes, zero-sized types, `Box::<T>::default()` and `Box::<…>::from`, types larger than
+// the small classes, over-aligned types, `no_std`-style paths, impl blocks, traits, inline
+// modules, const contexts left alone, a renamed dependency, and the per-site report. It compiles with `deny(warnings)` (no lint fires
 // on generated code) and checks its results when run.
 #![deny(warnings)]
 
@@ -116,7 +116,7 @@ fn lifetimes<'a, 'b: 'a>(s: &'a str, t: &'b [u8]) -> (Box<&'a str>, Vec<&'a [u8]
 }
 
 // Zero-sized types.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Zst;
 
 #[specialize]
@@ -191,6 +191,54 @@ fn uninit_forms() -> (u64, [u32; 8], u8) {
     let p = Box::pin(6u8);
     // SAFETY: written above; all-zero is a valid `[u32; 8]`.
     unsafe { (*u.assume_init(), *z.assume_init(), *p) }
+}
+
+// `Box::<T>::default()` (`T: Default`, or std's function for `str`, slices, a `Box<dyn Trait>`
+// of the program's own `Default`, an unbounded type parameter) and `Box::<…>::from` of an array
+// or a string literal with the type written; left alone where std picks its impl from the type
+// expected.
+impl Default for Box<dyn Shape> {
+    fn default() -> Self {
+        Box::new(Sq(6))
+    }
+}
+
+#[specialize]
+fn unbounded<U: ?Sized>() -> Box<U>
+where
+    Box<U>: Default,
+{
+    Box::<U>::default()
+}
+
+#[specialize]
+fn reach<T: Default + Debug>() -> (String, Box<T>, usize) {
+    let a = Box::<u64>::default();
+    let b = Box::<[u32; 4]>::default();
+    let c = Box::<str>::default();
+    let d = Box::<[u8]>::default();
+    let e = Box::<dyn Shape>::default();
+    let f = Box::<Zst>::default();
+    let g = Box::<[u16]>::from([1, 2, 3]);
+    let h = Box::<[String; 2]>::from([String::from("x"), "y".to_string()]);
+    let i = Box::<str>::from("boxed");
+    let j = alloc::boxed::Box::<[u8]>::from([7; 40000]);
+    let k: Box<[u8]> = Box::from([4, 5]);
+    let l: Box<dyn std::error::Error> = Box::from("error");
+    let m: Box<Sq> = Box::default();
+    let text = format!(
+        "{a} {b:?} {c:?} {d:?} {} {f:?} {g:?} {h:?} {i} {} {k:?} {l} {}",
+        e.area(),
+        j.len(),
+        m.0
+    );
+    (text, Box::<T>::default(), j.len())
+}
+
+impl Default for Sq {
+    fn default() -> Self {
+        Sq(1)
+    }
 }
 
 // Impl blocks with const generics: `N` is a const parameter, `Self::EXTRA` is left alone.
@@ -400,6 +448,14 @@ fn main() {
     assert!(g.capacity() >= 4);
 
     assert_eq!(uninit_forms(), (5, [0; 8], 6));
+
+    let (text, t, n) = reach::<Vec<u8>>();
+    let u = unbounded::<str>();
+    assert_eq!(
+        text,
+        "0 [0, 0, 0, 0] \"\" [] 36 Zst [1, 2, 3] [\"x\", \"y\"] boxed 40000 [4, 5] error 1"
+    );
+    assert_eq!((t.len(), &*u, n), (0, "", 40000));
 
     let r = Ring::<u16, 5>::new();
     assert_eq!((r.spare().capacity() >= 2, Ring::<u8, 7>::cap()), (true, 7));
