@@ -172,7 +172,28 @@ impl Gen {
         let generics = quote_spanned!(sp=> ::<_, #n, _>);
         let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
         let args = quote_spanned!(sp=> #empty, #clone, #elem);
-        self.call(user, "vec_from_elem", generics, args, "vec![e; N]")
+        if self.report {
+            return self.call(user, "vec_from_elem", generics, args, "vec![e; N]");
+        }
+        // Through a local `from_elem`, named as std's is, that forwards to the entry point (a
+        // block that yields the function item, so the user's element is outside the block and
+        // cannot name it): an element of the wrong type is then reported as std reports it
+        // ("this argument influences the return type of `from_elem`"), and the note "function
+        // defined here" points at the user's `vec!` rather than into specalloc.
+        let root = self.root(sp);
+        quote_spanned! {sp=>
+            ({
+                #[inline(always)]
+                fn from_elem<T, const N: usize, C: ::core::ops::Fn(&T) -> T>(
+                    empty: #root::__private::Vec<T>,
+                    clone: C,
+                    elem: T,
+                ) -> #root::__private::Vec<T> {
+                    #root::__private::vec_from_elem::<T, N, C>(empty, clone, elem)
+                }
+                from_elem #generics
+            })(#args)
+        }
     }
 
     /// `vec![a, b, c]`: the block first (`vec_list`, counted under `report`), then each
@@ -188,8 +209,21 @@ impl Gen {
         let n = Literal::usize_unsuffixed(list.len());
         let generics = quote_spanned!(sp=> ::<_, #n>);
         let mut acc = self.call(user, "vec_list", generics, empty, "vec![a, b, ...]");
+        // Each element through a local `put` (see `vec_from_elem`): an element of the wrong type
+        // is noted at the user's `vec!`, not inside specalloc.
         for e in list {
-            acc = quote_spanned!(sp=> #root::__private::vec_list_put(#acc, #e));
+            acc = quote_spanned! {sp=>
+                ({
+                    #[inline(always)]
+                    fn put<T, const N: usize>(
+                        list: #root::__private::VecList<T, N>,
+                        elem: T,
+                    ) -> #root::__private::VecList<T, N> {
+                        #root::__private::vec_list_put(list, elem)
+                    }
+                    put
+                })(#acc, #e)
+            };
         }
         quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }

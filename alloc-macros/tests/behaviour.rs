@@ -280,3 +280,30 @@ fn closures_and_macros_match() {
         special::in_closures_and_macros(5)
     );
 }
+
+/// A module of its own, since `both!` names its modules `plain` and `special`.
+mod names {
+    use super::*;
+
+    both! {
+    /// The user's own `from_elem` and `put`, the names of the local functions the rewrite of
+    /// `vec![e; N]` and `vec![a, b, c]` emits.
+    fn from_elem(x: u8) -> u8 {
+        x * 2
+    }
+
+    fn put(x: u8) -> u8 {
+        x + 1
+    }
+
+    pub fn user_names() -> (Vec<u8>, Vec<u8>) {
+        (vec![from_elem(2); 3], vec![put(1), put(from_elem(3))])
+    }
+    }
+
+    #[test]
+    fn elements_name_the_users_functions() {
+        assert_eq!(plain::user_names(), (vec![4, 4, 4], vec![2, 7]));
+        assert_eq!(special::user_names(), plain::user_names());
+    }
+}

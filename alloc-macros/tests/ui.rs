@@ -20,8 +20,10 @@ fn ui() {
 const KNOWN_DIFFERENT: &[(&str, &str)] = &[
     (
         "types",
-        "a length's or an element's type error is reported on the entry point's const generic \
-         argument or parameter: no `.into()` help, a note on `vec_from_elem`",
+        "a length's type error is reported on the entry point's const generic argument (no \
+         `.into()` help); an element's is std's, but \"function defined here\" points at the \
+         user's `vec!` (the local `from_elem` the rewrite emits) and \"arguments to this \
+         function are incorrect\" underlines `vec` alone",
     ),
     (
         "lints",
@@ -68,6 +70,14 @@ fn diagnostics_as_plain() {
                 "{case} now matches: drop it from KNOWN_DIFFERENT"
             ),
             None => assert_eq!(annotated, plain, "{case}: annotated against plain"),
+        }
+        // Whether they differ or not, no annotated diagnostic points into specalloc or names
+        // its internals.
+        for internal in ["$WORKSPACE", "__private", "specalloc_runtime", "spec::"] {
+            assert!(
+                !annotated.contains(internal),
+                "{case}: the diagnostics name {internal}:\n{annotated}"
+            );
         }
         compared += 1;
     }

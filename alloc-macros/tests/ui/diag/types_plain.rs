@@ -18,8 +18,14 @@ fn k() -> Vec<u8> {
     vec![0u8; K]
 }
 
+// (plain: the same code without the attribute)
+fn l() -> Vec<u8> {
+    vec![1u8, 2u16, 3]
+}
+
 fn main() {
     g();
     h();
     k();
+    l();
 }
