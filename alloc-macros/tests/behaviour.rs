@@ -281,10 +281,10 @@ fn closures_and_macros_match() {
     );
 }
 
-/// A module of its own, since `both!` names its modules `plain` and `special`.
+/// A module of its own, since `both!` names its modules `plain` and `special` (which import
+/// nothing from it).
+#[allow(unused_imports)]
 mod names {
-    use super::*;
-
     both! {
     /// The user's own `from_elem` and `put`, the names of the local functions the rewrite of
     /// `vec![e; N]` and `vec![a, b, c]` emits.
