@@ -285,6 +285,8 @@ fn closures_and_macros_match() {
 /// nothing from it).
 #[allow(unused_imports)]
 mod names {
+    use super::*;
+
     both! {
     /// The user's own `from_elem` and `put`, the names of the local functions the rewrite of
     /// `vec![e; N]` and `vec![a, b, c]` emits.
