@@ -183,7 +183,7 @@ impl Gen {
         let root = self.root(sp);
         quote_spanned! {sp=>
             ({
-                #[inline(always)]
+                #[inline]
                 fn from_elem<T, const N: usize, C: ::core::ops::Fn(&T) -> T>(
                     empty: #root::__private::Vec<T>,
                     clone: C,
@@ -214,7 +214,7 @@ impl Gen {
         for e in list {
             acc = quote_spanned! {sp=>
                 ({
-                    #[inline(always)]
+                    #[inline]
                     fn put<T, const N: usize>(
                         list: #root::__private::VecList<T, N>,
                         elem: T,
