@@ -2,7 +2,8 @@
 # Every check CI runs (`.ci/run` calls this script; the README's test command is this script):
 # formatting, clippy with warnings as errors, the docs with warnings as errors, the whole
 # workspace's tests, the facade's suite again with the checked mode and the opt-out switch on,
-# and the runtime's JSON stats test under its `serde` feature.
+# the runtime's JSON stats test under its `serde` feature, and the install mark set by a
+# constructor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
@@ -12,3 +13,8 @@ cargo test --workspace
 cargo test -p specalloc --features checked,no-size-specialized
 cargo test -p specalloc-runtime --features serde --test stats_json
 cargo test -p specalloc-runtime --features serde --doc -- snapshot::Stats
+# The install mark of targets without weak symbols (a constructor), forced here, in a target
+# directory of its own so that the builds above stay cached.
+SPECALLOC_RUN_TIME_MARK=1 CARGO_TARGET_DIR=target/run-time-mark \
+    cargo test -p specalloc --test install_mark --test not_installed --test differential \
+    --test differential_not_installed
