@@ -191,11 +191,17 @@ pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit
     spec::zeroed()
 }
 
-/// `Vec::with_capacity(N)`: capacity exactly `N`.
-#[inline(always)]
-#[must_use]
-pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(_std: F) -> Vec<T> {
-    spec::vec_with_capacity::<T, N>()
+/// `Vec::with_capacity(N)` with `N` a constant: `Capacity::<N>::vec(Vec::with_capacity)`.
+pub struct Capacity<const N: usize>;
+
+impl<const N: usize> Capacity<N> {
+    /// `Vec::with_capacity(N)`: capacity exactly `N` (`_std` is the user's `Vec::with_capacity`,
+    /// which fixes the element type when the user wrote it, `Vec::<T>::with_capacity`).
+    #[inline(always)]
+    #[must_use]
+    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> Vec<T> {
+        spec::vec_with_capacity::<T, N>()
+    }
 }
 
 /// `vec![x; N]` as std builds it (`_empty` is the user's `vec![]`): `x` cloned `N - 1` times

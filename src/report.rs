@@ -453,14 +453,14 @@ pub mod counted {
         p::zeroed(std)
     }
 
-    /// [`p::vec_with_capacity`], counted.
+    /// [`p::Capacity::vec`], counted.
     #[inline(always)]
     pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(
         site: &'static Site,
         std: F,
     ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
-        p::vec_with_capacity::<T, N, F>(std)
+        p::Capacity::<N>::vec::<T, F>(std)
     }
 
     /// [`p::vec_from_elem`], counted.

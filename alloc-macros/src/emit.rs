@@ -229,15 +229,30 @@ impl Gen {
     }
 
     /// `Vec::with_capacity(N)` / `Vec::<T>::with_capacity(N)` (`std` is the callee as written).
-    pub fn vec_with_capacity(&self, user: Span, std: TokenStream, n: &TokenStream) -> TokenStream {
-        let generics = quote_spanned!(user=> ::<_, #n, _>);
-        self.call(
-            user,
-            "vec_with_capacity",
-            generics,
-            std,
-            "Vec::with_capacity",
-        )
+    pub fn vec_with_capacity(
+        &self,
+        user: Span,
+        std: TokenStream,
+        n: &TokenStream,
+        end: Span,
+    ) -> TokenStream {
+        if self.report {
+            let generics = quote_spanned!(user=> ::<_, #n, _>);
+            return self.call(
+                user,
+                "vec_with_capacity",
+                generics,
+                std,
+                "Vec::with_capacity",
+            );
+        }
+        // `Capacity::<N>::vec(Vec::with_capacity)`: the element type is the method's own
+        // parameter, not a `_` of a turbofish, so an inference error names it `T` as std's
+        // does (`let v: Vec<T> = …`); and the path passed ends where the user's call does, so
+        // "type must be known at this point" underlines the whole call.
+        let root = self.root(user);
+        let std = ending_with(std, end);
+        quote_spanned!(user=> #root::__private::Capacity::<#n>::vec(#std))
     }
 
     /// `String::with_capacity(N)`.
@@ -301,4 +316,13 @@ pub fn is_zero_literal(e: &Expr) -> bool {
         },
         _ => false,
     }
+}
+
+/// `tokens` with the span of its last token set to `end` (a path then spans to `end`).
+fn ending_with(tokens: TokenStream, end: Span) -> TokenStream {
+    let mut trees: Vec<TokenTree> = tokens.into_iter().collect();
+    if let Some(last) = trees.last_mut() {
+        last.set_span(end);
+    }
+    trees.into_iter().collect()
 }

@@ -258,7 +258,8 @@ impl<'g> Rewriter<'g> {
             (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, std, true),
             (Family::Vec, "with_capacity", [n]) => {
                 let n = self.const_len(n)?;
-                self.gen.vec_with_capacity(c.span, std, &n)
+                let end = call.paren_token.span.join();
+                self.gen.vec_with_capacity(c.span, std, &n, end)
             }
             (Family::String, "with_capacity", [n]) => {
                 let n = self.const_len(n)?;

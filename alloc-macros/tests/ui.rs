@@ -31,10 +31,6 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
          \"unreachable call\" where std says \"unreachable expression\"",
     ),
     (
-        "inference",
-        "E0282 suggests `Vec<_>` where std suggests `Vec<T>`",
-    ),
-    (
         "reach",
         "`Box::<T>::default()` of a `T` without `Default` leaves out std's note listing `Box`'s \
          constructors; `Box::<[u8; 3]>::from([1, 2])` is E0308 on the array where std says \
