@@ -2,7 +2,8 @@
 //! specalloc and the system allocator, at a tiny scale: each program runs
 //! in this process (no `#[global_allocator]` here: the system allocator)
 //! and in the suite's worker built with specalloc as its global allocator
-//! (the binary cargo builds for this package's tests).
+//! (the binary cargo builds for this package's tests), and so do the
+//! annotated variants (`--annotated`: the same source under `#[specialize]`).
 
 use std::process::Command;
 
@@ -32,6 +33,19 @@ fn checksums_agree_under_specalloc_and_system() {
             "{}: specalloc {:016x}, system {system:016x}",
             p.name, run.checksum
         );
+        if p.annotated.is_some() {
+            let out = Command::new(worker)
+                .args(["run", p.name, "--scale", "1", "--annotated"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{} --annotated: {out:?}", p.name);
+            let run = RunLine::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+            assert_eq!(
+                run.checksum, system,
+                "{} annotated: specalloc {:016x}, system {system:016x}",
+                p.name, run.checksum
+            );
+        }
     }
 }
 
@@ -41,6 +55,7 @@ fn worker_rejects_bad_arguments_with_usage() {
     for args in [
         &["run", "nope"][..],
         &["run", "json", "--scale", "0"],
+        &["run", "syn", "--annotated"],
         &["--bogus"],
     ] {
         let out = Command::new(worker).args(args).output().unwrap();

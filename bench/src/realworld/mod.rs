@@ -14,8 +14,44 @@
 //! The driver (`src/bin/realworld.rs`) builds `src/bin/realworld_worker.rs`
 //! once per allocator and runs these functions in worker processes; the
 //! tests call them in-process.
+//!
+//! The programs whose own code has constant-size allocation sites are
+//! compiled twice, by `plain_and_annotated!`: as written, and under
+//! `#[specialize]` ([`Program::annotated`]), so that one worker measures both
+//! (`bench/scripts/suite_spec_cost.sh`). The suite itself runs the plain ones.
+//! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
+//! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
+//! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
+//! `"…".to_string()` keys. `syn`, `btree`, `text` and `grow` have none: their
+//! sizes are known only at run time, or their allocations are made inside
+//! syn, serde_json and std.
 
 use crate::harness::SplitMix64;
+
+/// Compiles the program source it is given twice, as `pub mod plain` (the
+/// tokens as written) and `pub mod annotated` (the same tokens under
+/// `#[specalloc::specialize]`, which rewrites its constant-size allocation
+/// sites into the size-specialised entry points). Both see the enclosing
+/// module's items (`use super::*`). Used by the programs' files; the two
+/// modules' functions must return the same checksums (a test checks it).
+macro_rules! plain_and_annotated {
+    ($($body:tt)*) => {
+        /// The program as written: what the suite runs.
+        pub mod plain {
+            #[allow(unused_imports)]
+            use super::*;
+            $($body)*
+        }
+
+        /// The same source under `#[specialize]`.
+        #[specalloc::specialize]
+        pub mod annotated {
+            #[allow(unused_imports)]
+            use super::*;
+            $($body)*
+        }
+    };
+}
 
 pub mod collections;
 pub mod graph;
@@ -35,6 +71,10 @@ pub struct Program {
     pub what: &'static str,
     /// The work at scale `scale`, returning the checksum.
     pub run: fn(u32) -> u64,
+    /// The same source compiled under `#[specialize]`, for the programs whose
+    /// own code has constant-size allocation sites (see `plain_and_annotated!`);
+    /// it returns `run`'s checksum.
+    pub annotated: Option<fn(u32) -> u64>,
     /// Scale of a measured run (a few hundred ms on the reference machine).
     pub default_scale: u32,
     /// Scale of `--quick` and of the callgrind runs.
@@ -48,6 +88,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "json",
         what: "serde_json Value: build, print, parse, edit, drop",
         run: json::run,
+        annotated: Some(json::annotated::run),
         default_scale: 64,
         quick_scale: 8,
     },
@@ -55,6 +96,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "syn",
         what: "syn: full AST of Rust sources (own + generated), walked",
         run: parse::run,
+        annotated: None,
         default_scale: 10,
         quick_scale: 1,
     },
@@ -62,6 +104,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "btree",
         what: "BTreeMap/HashMap churn with short Strings; append, realloc growth",
         run: collections::run,
+        annotated: None,
         default_scale: 12,
         quick_scale: 2,
     },
@@ -69,6 +112,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline1",
         what: "1 producer -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<1>,
+        annotated: Some(pipeline::annotated::run::<1>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -76,6 +120,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline2",
         what: "2 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<2>,
+        annotated: Some(pipeline::annotated::run::<2>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -83,6 +128,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline4",
         what: "4 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<4>,
+        annotated: Some(pipeline::annotated::run::<4>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -90,6 +136,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline8",
         what: "8 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<8>,
+        annotated: Some(pipeline::annotated::run::<8>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -97,6 +144,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "text",
         what: "tokenise, count words, format! lines, String growth, sort",
         run: text::run,
+        annotated: None,
         default_scale: 30,
         quick_scale: 4,
     },
@@ -104,6 +152,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "graph",
         what: "random graph: adjacency Vecs, BFS, Dijkstra (BinaryHeap), boxed trees",
         run: graph::run,
+        annotated: Some(graph::annotated::run),
         default_scale: 100,
         quick_scale: 12,
     },
@@ -111,6 +160,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "rebuild",
         what: "a tree of boxed records (~20 MB per scale) built, walked, dropped, ten times",
         run: rebuild::run,
+        annotated: Some(rebuild::annotated::run),
         default_scale: 10,
         quick_scale: 1,
     },
@@ -118,6 +168,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "rebuild1",
         what: "rebuild's first build alone (the faults its ten builds are judged against)",
         run: rebuild::once,
+        annotated: Some(rebuild::annotated::once),
         default_scale: 10,
         quick_scale: 1,
     },
@@ -125,6 +176,7 @@ pub const PROGRAMS: &[Program] = &[
         name: "grow",
         what: "Vec and String growth by push to up to 4 MiB (realloc), read, dropped",
         run: rebuild::grow,
+        annotated: None,
         default_scale: 10,
         quick_scale: 1,
     },
@@ -175,6 +227,34 @@ mod tests {
             let a = (p.run)(1);
             assert_eq!(a, (p.run)(1), "{} is not deterministic", p.name);
             assert_ne!(a, 0, "{} returned an empty checksum", p.name);
+        }
+    }
+
+    #[test]
+    fn annotated_variants_return_the_plain_checksums() {
+        let with: Vec<&str> = PROGRAMS
+            .iter()
+            .filter(|p| p.annotated.is_some())
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(
+            with,
+            [
+                "json",
+                "pipeline1",
+                "pipeline2",
+                "pipeline4",
+                "pipeline8",
+                "graph",
+                "rebuild",
+                "rebuild1"
+            ]
+        );
+        for p in PROGRAMS {
+            if let Some(annotated) = p.annotated {
+                assert_eq!(annotated(1), (p.run)(1), "{}", p.name);
+                assert_eq!(annotated(2), (p.run)(2), "{}", p.name);
+            }
         }
     }
 
