@@ -7,10 +7,11 @@
 # the entry points must cost nothing). Also what LTO alone gives: the plain programs, and
 # binary-trees (`examples/spec_cost_installed.rs`, max depth 14), in release, thin and fat.
 #
-# Builds `src/bin/realworld_worker.rs` in target/suite-spec-cost/<profile> (and, for binary-trees,
-# `examples/spec_cost_installed.rs` in target/spec-cost/<profile>, as spec_cost.sh does), runs each
-# program once per (profile, allocator, variant) under `valgrind --tool=callgrind`, checks that
-# every run of a program printed the same checksum, and prints three Markdown tables.
+# Builds `src/bin/realworld_worker.rs` with the `annotated` feature in
+# target/suite-spec-cost/<profile> (and, for binary-trees, `examples/spec_cost_installed.rs` in
+# target/spec-cost/<profile>, as spec_cost.sh does), runs each program once per (profile,
+# allocator, variant) under `valgrind --tool=callgrind`, checks that every run of a program
+# printed the same checksum, and prints three Markdown tables.
 #
 #   bench/scripts/suite_spec_cost.sh [scale] [profile ...]   # scale 1, all four profiles
 #
@@ -48,8 +49,8 @@ subdir() { [ "$1" = dev ] && echo debug || echo release; }
 
 # The worker of `profile` with `alloc` (installed or system): built, checked, its path printed.
 worker() { # profile alloc
-    local p=$1 a=$2 dir=target/suite-spec-cost/$1 feats=() want=specalloc
-    if [ "$a" = system ]; then feats=(--features global-system); want=system; fi
+    local p=$1 a=$2 dir=target/suite-spec-cost/$1 feats=(--features annotated) want=specalloc
+    if [ "$a" = system ]; then feats=(--features annotated,global-system); want=system; fi
     cargo_build "$p" "$dir" -p specalloc-bench --bin realworld_worker "${feats[@]}"
     local bin=$dir/realworld_worker-$a
     cp "$dir/$(subdir "$p")/realworld_worker" "$bin"

@@ -10,7 +10,8 @@
 //! * `describe`: prints `global,<allocator>` (the driver checks it);
 //! * `run PROGRAM [--scale N] [--annotated]`: runs the program once (with
 //!   `--annotated`, its source compiled under `#[specialize]`, for the
-//!   programs that have such a variant) and prints
+//!   programs that have such a variant, in a worker built with the
+//!   `annotated` feature) and prints
 //!   `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>,<user µs>,<sys µs>,<minor faults>`
 //!   (wall time of the program alone; the rest from `getrusage`, the
 //!   process's whole life);
@@ -29,7 +30,8 @@ fn main() {
         name: "realworld_worker",
         synopsis: "describe | list | run PROGRAM [--scale N] [--annotated]",
         flags: "  --scale N     amount of work (default: the program's default scale)\n\
-                \x20 --annotated   the program's source compiled under #[specialize] (json, pipeline*, graph, rebuild*)\n\
+                \x20 --annotated   the program's source compiled under #[specialize] (json, pipeline*, graph, rebuild*;\n\
+                \x20               a worker built with --features annotated)\n\
                 (run by the driver: cargo run --release -p specalloc-bench --features peers --bin realworld)\n"
             .to_string(),
     };
@@ -62,10 +64,10 @@ fn main() {
             let Some(program) = realworld::program(name) else {
                 bad(&format!("no program {name:?}"));
             };
-            let run = match (annotated, program.annotated) {
-                (false, _) => program.run,
-                (true, Some(run)) => run,
-                (true, None) => bad(&format!("{name} has no annotated variant")),
+            let run = if annotated {
+                annotated_variant(name).unwrap_or_else(|e| bad(&e))
+            } else {
+                program.run
             };
             let scale = scale.unwrap_or(program.default_scale);
             let start = Instant::now();
@@ -79,4 +81,16 @@ fn main() {
         }
         _ => bad("expected describe, list or run PROGRAM"),
     }
+}
+
+/// The annotated variant of `name` (`--annotated`).
+#[cfg(feature = "annotated")]
+fn annotated_variant(name: &str) -> Result<fn(u32) -> u64, String> {
+    realworld::annotated(name).ok_or_else(|| format!("{name} has no annotated variant"))
+}
+
+/// Without the `annotated` feature the worker links no annotated code.
+#[cfg(not(feature = "annotated"))]
+fn annotated_variant(_: &str) -> Result<fn(u32) -> u64, String> {
+    Err("--annotated needs a worker built with --features annotated".to_string())
 }

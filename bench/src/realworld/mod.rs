@@ -17,8 +17,9 @@
 //!
 //! The programs whose own code has constant-size allocation sites are
 //! compiled twice, by `plain_and_annotated!`: as written, and under
-//! `#[specialize]` ([`Program::annotated`]), so that one worker measures both
-//! (`bench/scripts/suite_spec_cost.sh`). The suite itself runs the plain ones.
+//! `#[specialize]` ([`annotated`]), so that one worker measures both
+//! (`bench/scripts/suite_spec_cost.sh`, the worker built with the `annotated`
+//! feature). The suite itself runs the plain ones.
 //! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
 //! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
 //! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
@@ -71,10 +72,6 @@ pub struct Program {
     pub what: &'static str,
     /// The work at scale `scale`, returning the checksum.
     pub run: fn(u32) -> u64,
-    /// The same source compiled under `#[specialize]`, for the programs whose
-    /// own code has constant-size allocation sites (see `plain_and_annotated!`);
-    /// it returns `run`'s checksum.
-    pub annotated: Option<fn(u32) -> u64>,
     /// Scale of a measured run (a few hundred ms on the reference machine).
     pub default_scale: u32,
     /// Scale of `--quick` and of the callgrind runs.
@@ -88,7 +85,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "json",
         what: "serde_json Value: build, print, parse, edit, drop",
         run: json::run,
-        annotated: Some(json::annotated::run),
         default_scale: 64,
         quick_scale: 8,
     },
@@ -96,7 +92,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "syn",
         what: "syn: full AST of Rust sources (own + generated), walked",
         run: parse::run,
-        annotated: None,
         default_scale: 10,
         quick_scale: 1,
     },
@@ -104,7 +99,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "btree",
         what: "BTreeMap/HashMap churn with short Strings; append, realloc growth",
         run: collections::run,
-        annotated: None,
         default_scale: 12,
         quick_scale: 2,
     },
@@ -112,7 +106,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline1",
         what: "1 producer -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<1>,
-        annotated: Some(pipeline::annotated::run::<1>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -120,7 +113,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline2",
         what: "2 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<2>,
-        annotated: Some(pipeline::annotated::run::<2>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -128,7 +120,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline4",
         what: "4 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<4>,
-        annotated: Some(pipeline::annotated::run::<4>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -136,7 +127,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline8",
         what: "8 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<8>,
-        annotated: Some(pipeline::annotated::run::<8>),
         default_scale: 60,
         quick_scale: 8,
     },
@@ -144,7 +134,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "text",
         what: "tokenise, count words, format! lines, String growth, sort",
         run: text::run,
-        annotated: None,
         default_scale: 30,
         quick_scale: 4,
     },
@@ -152,7 +141,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "graph",
         what: "random graph: adjacency Vecs, BFS, Dijkstra (BinaryHeap), boxed trees",
         run: graph::run,
-        annotated: Some(graph::annotated::run),
         default_scale: 100,
         quick_scale: 12,
     },
@@ -160,7 +148,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "rebuild",
         what: "a tree of boxed records (~20 MB per scale) built, walked, dropped, ten times",
         run: rebuild::run,
-        annotated: Some(rebuild::annotated::run),
         default_scale: 10,
         quick_scale: 1,
     },
@@ -168,7 +155,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "rebuild1",
         what: "rebuild's first build alone (the faults its ten builds are judged against)",
         run: rebuild::once,
-        annotated: Some(rebuild::annotated::once),
         default_scale: 10,
         quick_scale: 1,
     },
@@ -176,7 +162,6 @@ pub const PROGRAMS: &[Program] = &[
         name: "grow",
         what: "Vec and String growth by push to up to 4 MiB (realloc), read, dropped",
         run: rebuild::grow,
-        annotated: None,
         default_scale: 10,
         quick_scale: 1,
     },
@@ -185,6 +170,40 @@ pub const PROGRAMS: &[Program] = &[
 /// The program named `name`.
 pub fn program(name: &str) -> Option<&'static Program> {
     PROGRAMS.iter().find(|p| p.name == name)
+}
+
+/// The programs that have an annotated variant ([`annotated`]), in table order.
+pub const ANNOTATED: &[&str] = &[
+    "json",
+    "pipeline1",
+    "pipeline2",
+    "pipeline4",
+    "pipeline8",
+    "graph",
+    "rebuild",
+    "rebuild1",
+];
+
+/// The program named `name` compiled under `#[specialize]` (see
+/// `plain_and_annotated!`), for the programs whose own code has constant-size
+/// allocation sites ([`ANNOTATED`]); it returns the plain program's checksum.
+///
+/// Not a field of [`Program`]: a binary that never calls this links none of
+/// the annotated code, so the suite's workers for the other allocators hold
+/// no specalloc code (the driver checks it with `nm`). The worker calls it
+/// only when built with the `annotated` feature.
+pub fn annotated(name: &str) -> Option<fn(u32) -> u64> {
+    Some(match name {
+        "json" => json::annotated::run,
+        "pipeline1" => pipeline::annotated::run::<1>,
+        "pipeline2" => pipeline::annotated::run::<2>,
+        "pipeline4" => pipeline::annotated::run::<4>,
+        "pipeline8" => pipeline::annotated::run::<8>,
+        "graph" => graph::annotated::run,
+        "rebuild" => rebuild::annotated::run,
+        "rebuild1" => rebuild::annotated::once,
+        _ => return None,
+    })
 }
 
 /// Folds `v` into the running checksum `h` (order-sensitive).
@@ -232,30 +251,17 @@ mod tests {
 
     #[test]
     fn annotated_variants_return_the_plain_checksums() {
-        let with: Vec<&str> = PROGRAMS
-            .iter()
-            .filter(|p| p.annotated.is_some())
-            .map(|p| p.name)
-            .collect();
-        assert_eq!(
-            with,
-            [
-                "json",
-                "pipeline1",
-                "pipeline2",
-                "pipeline4",
-                "pipeline8",
-                "graph",
-                "rebuild",
-                "rebuild1"
-            ]
-        );
         for p in PROGRAMS {
-            if let Some(annotated) = p.annotated {
-                assert_eq!(annotated(1), (p.run)(1), "{}", p.name);
-                assert_eq!(annotated(2), (p.run)(2), "{}", p.name);
-            }
+            let Some(annotated) = annotated(p.name) else {
+                assert!(!ANNOTATED.contains(&p.name), "{}", p.name);
+                continue;
+            };
+            assert!(ANNOTATED.contains(&p.name), "{}", p.name);
+            assert_eq!(annotated(1), (p.run)(1), "{}", p.name);
+            assert_eq!(annotated(2), (p.run)(2), "{}", p.name);
         }
+        assert_eq!(ANNOTATED.len(), 8);
+        assert!(annotated("syn").is_none() && annotated("nope").is_none());
     }
 
     #[test]
