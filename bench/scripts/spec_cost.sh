@@ -6,6 +6,8 @@
 # `examples/spec_cost_*.rs` in target/spec-cost/<profile> and prints a Markdown table.
 #
 #   bench/scripts/spec_cost.sh [max_depth] [profile ...]     # depth 14, all four profiles
+#
+# The real-workload suite's programs, the same way: bench/scripts/suite_spec_cost.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 depth=${1:-14}

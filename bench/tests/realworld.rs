@@ -2,12 +2,15 @@
 //! specalloc and the system allocator, at a tiny scale: each program runs
 //! in this process (no `#[global_allocator]` here: the system allocator)
 //! and in the suite's worker built with specalloc as its global allocator
-//! (the binary cargo builds for this package's tests).
+//! (the binary cargo builds for this package's tests). With `--features
+//! annotated` the worker's annotated variants (`--annotated`: the same source
+//! under `#[specialize]`) are checked too; without it the library's unit test
+//! checks them in process.
 
 use std::process::Command;
 
 use specalloc_bench::realworld::report::RunLine;
-use specalloc_bench::realworld::PROGRAMS;
+use specalloc_bench::realworld::{ANNOTATED, PROGRAMS};
 
 #[test]
 fn checksums_agree_under_specalloc_and_system() {
@@ -32,6 +35,19 @@ fn checksums_agree_under_specalloc_and_system() {
             "{}: specalloc {:016x}, system {system:016x}",
             p.name, run.checksum
         );
+        if cfg!(feature = "annotated") && ANNOTATED.contains(&p.name) {
+            let out = Command::new(worker)
+                .args(["run", p.name, "--scale", "1", "--annotated"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{} --annotated: {out:?}", p.name);
+            let run = RunLine::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+            assert_eq!(
+                run.checksum, system,
+                "{} annotated: specalloc {:016x}, system {system:016x}",
+                p.name, run.checksum
+            );
+        }
     }
 }
 
@@ -41,6 +57,7 @@ fn worker_rejects_bad_arguments_with_usage() {
     for args in [
         &["run", "nope"][..],
         &["run", "json", "--scale", "0"],
+        &["run", "syn", "--annotated"],
         &["--bogus"],
     ] {
         let out = Command::new(worker).args(args).output().unwrap();

@@ -8,7 +8,10 @@
 //! Commands:
 //!
 //! * `describe`: prints `global,<allocator>` (the driver checks it);
-//! * `run PROGRAM [--scale N]`: runs the program once and prints
+//! * `run PROGRAM [--scale N] [--annotated]`: runs the program once (with
+//!   `--annotated`, its source compiled under `#[specialize]`, for the
+//!   programs that have such a variant, in a worker built with the
+//!   `annotated` feature) and prints
 //!   `result,<program>,<allocator>,<checksum hex>,<wall ns>,<peak RSS KiB>,<user µs>,<sys µs>,<minor faults>`
 //!   (wall time of the program alone; the rest from `getrusage`, the
 //!   process's whole life);
@@ -25,16 +28,20 @@ specalloc_bench::select_global_allocator!();
 fn main() {
     let usage = Usage {
         name: "realworld_worker",
-        synopsis: "describe | list | run PROGRAM [--scale N]",
-        flags: "  --scale N   amount of work (default: the program's default scale)\n\
+        synopsis: "describe | list | run PROGRAM [--scale N] [--annotated]",
+        flags: "  --scale N     amount of work (default: the program's default scale)\n\
+                \x20 --annotated   the program's source compiled under #[specialize] (json, pipeline*, graph, rebuild*;\n\
+                \x20               a worker built with --features annotated)\n\
                 (run by the driver: cargo run --release -p specalloc-bench --features peers --bin realworld)\n"
             .to_string(),
     };
     let mut words: Vec<String> = Vec::new();
     let mut scale = None;
+    let mut annotated = false;
     cli::parse_env(&usage, |arg, p| {
         match arg {
             Token::Flag(f) if f == "--scale" => scale = Some(cli::positive(p)? as u32),
+            Token::Flag(f) if f == "--annotated" => annotated = true,
             Token::Value(v) if words.len() < 2 => words.push(v.clone().string()?),
             _ => return Ok(false),
         }
@@ -57,9 +64,14 @@ fn main() {
             let Some(program) = realworld::program(name) else {
                 bad(&format!("no program {name:?}"));
             };
+            let run = if annotated {
+                annotated_variant(name).unwrap_or_else(|e| bad(&e))
+            } else {
+                program.run
+            };
             let scale = scale.unwrap_or(program.default_scale);
             let start = Instant::now();
-            let checksum = black_box((program.run)(black_box(scale)));
+            let checksum = black_box(run(black_box(scale)));
             let wall = start.elapsed().as_nanos();
             let u = specalloc_bench::usage();
             println!(
@@ -69,4 +81,16 @@ fn main() {
         }
         _ => bad("expected describe, list or run PROGRAM"),
     }
+}
+
+/// The annotated variant of `name` (`--annotated`).
+#[cfg(feature = "annotated")]
+fn annotated_variant(name: &str) -> Result<fn(u32) -> u64, String> {
+    realworld::annotated(name).ok_or_else(|| format!("{name} has no annotated variant"))
+}
+
+/// Without the `annotated` feature the worker links no annotated code.
+#[cfg(not(feature = "annotated"))]
+fn annotated_variant(_: &str) -> Result<fn(u32) -> u64, String> {
+    Err("--annotated needs a worker built with --features annotated".to_string())
 }

@@ -14,8 +14,45 @@
 //! The driver (`src/bin/realworld.rs`) builds `src/bin/realworld_worker.rs`
 //! once per allocator and runs these functions in worker processes; the
 //! tests call them in-process.
+//!
+//! The programs whose own code has constant-size allocation sites are
+//! compiled twice, by `plain_and_annotated!`: as written, and under
+//! `#[specialize]` ([`annotated`]), so that one worker measures both
+//! (`bench/scripts/suite_spec_cost.sh`, the worker built with the `annotated`
+//! feature). The suite itself runs the plain ones.
+//! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
+//! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
+//! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
+//! `"…".to_string()` keys. `syn`, `btree`, `text` and `grow` have none: their
+//! sizes are known only at run time, or their allocations are made inside
+//! syn, serde_json and std.
 
 use crate::harness::SplitMix64;
+
+/// Compiles the program source it is given twice, as `pub mod plain` (the
+/// tokens as written) and `pub mod annotated` (the same tokens under
+/// `#[specalloc::specialize]`, which rewrites its constant-size allocation
+/// sites into the size-specialised entry points). Both see the enclosing
+/// module's items (`use super::*`). Used by the programs' files; the two
+/// modules' functions must return the same checksums (a test checks it).
+macro_rules! plain_and_annotated {
+    ($($body:tt)*) => {
+        /// The program as written: what the suite runs.
+        pub mod plain {
+            #[allow(unused_imports)]
+            use super::*;
+            $($body)*
+        }
+
+        /// The same source under `#[specialize]`.
+        #[specalloc::specialize]
+        pub mod annotated {
+            #[allow(unused_imports)]
+            use super::*;
+            $($body)*
+        }
+    };
+}
 
 pub mod collections;
 pub mod graph;
@@ -135,6 +172,40 @@ pub fn program(name: &str) -> Option<&'static Program> {
     PROGRAMS.iter().find(|p| p.name == name)
 }
 
+/// The programs that have an annotated variant ([`annotated`]), in table order.
+pub const ANNOTATED: &[&str] = &[
+    "json",
+    "pipeline1",
+    "pipeline2",
+    "pipeline4",
+    "pipeline8",
+    "graph",
+    "rebuild",
+    "rebuild1",
+];
+
+/// The program named `name` compiled under `#[specialize]` (see
+/// `plain_and_annotated!`), for the programs whose own code has constant-size
+/// allocation sites ([`ANNOTATED`]); it returns the plain program's checksum.
+///
+/// Not a field of [`Program`]: a binary that never calls this links none of
+/// the annotated code, so the suite's workers for the other allocators hold
+/// no specalloc code (the driver checks it with `nm`). The worker calls it
+/// only when built with the `annotated` feature.
+pub fn annotated(name: &str) -> Option<fn(u32) -> u64> {
+    Some(match name {
+        "json" => json::annotated::run,
+        "pipeline1" => pipeline::annotated::run::<1>,
+        "pipeline2" => pipeline::annotated::run::<2>,
+        "pipeline4" => pipeline::annotated::run::<4>,
+        "pipeline8" => pipeline::annotated::run::<8>,
+        "graph" => graph::annotated::run,
+        "rebuild" => rebuild::annotated::run,
+        "rebuild1" => rebuild::annotated::once,
+        _ => return None,
+    })
+}
+
 /// Folds `v` into the running checksum `h` (order-sensitive).
 #[inline]
 pub fn mix(h: u64, v: u64) -> u64 {
@@ -176,6 +247,21 @@ mod tests {
             assert_eq!(a, (p.run)(1), "{} is not deterministic", p.name);
             assert_ne!(a, 0, "{} returned an empty checksum", p.name);
         }
+    }
+
+    #[test]
+    fn annotated_variants_return_the_plain_checksums() {
+        for p in PROGRAMS {
+            let Some(annotated) = annotated(p.name) else {
+                assert!(!ANNOTATED.contains(&p.name), "{}", p.name);
+                continue;
+            };
+            assert!(ANNOTATED.contains(&p.name), "{}", p.name);
+            assert_eq!(annotated(1), (p.run)(1), "{}", p.name);
+            assert_eq!(annotated(2), (p.run)(2), "{}", p.name);
+        }
+        assert_eq!(ANNOTATED.len(), 8);
+        assert!(annotated("syn").is_none() && annotated("nope").is_none());
     }
 
     #[test]

@@ -14,75 +14,81 @@
 use super::{hash_str, mix, rng, word};
 use crate::harness::SplitMix64;
 
-/// One record of the tree. Children are boxed on purpose: a node allocated
-/// on its own, as trees of boxed nodes are in real programs.
-#[allow(clippy::vec_box)]
-struct Record {
-    name: String,
-    tags: Vec<String>,
-    values: Vec<u64>,
-    children: Vec<Box<Record>>,
-}
+// The program, compiled twice: `plain` as written, `annotated` under `#[specialize]`
+// (see `super::plain_and_annotated!`). The suite runs `plain`.
+pub use plain::{once, run};
 
-/// Builds a record and, below `depth`, its children.
-fn record(r: &mut SplitMix64, depth: u32) -> Box<Record> {
-    let x = r.next_u64();
-    let name = format!("{}-{}", word(r), x % 10_000);
-    let tags = (0..x % 4).map(|_| word(r)).collect();
-    let values = (0..4 + (x >> 8) % 28)
-        .map(|i| x.rotate_left(i as u32))
-        .collect();
-    let children = if depth == 0 {
-        Vec::new()
-    } else {
-        (0..2 + (x >> 16) % 5)
-            .map(|_| record(r, depth - 1))
-            .collect()
-    };
-    Box::new(Record {
-        name,
-        tags,
-        values,
-        children,
-    })
-}
-
-/// A checksum of the tree, walked depth first.
-fn walk(rec: &Record) -> u64 {
-    let mut h = hash_str(&rec.name);
-    for t in &rec.tags {
-        h = mix(h, hash_str(t));
+plain_and_annotated! {
+    /// One record of the tree. Children are boxed on purpose: a node allocated
+    /// on its own, as trees of boxed nodes are in real programs.
+    #[allow(clippy::vec_box)]
+    struct Record {
+        name: String,
+        tags: Vec<String>,
+        values: Vec<u64>,
+        children: Vec<Box<Record>>,
     }
-    h = mix(h, rec.values.iter().fold(0, |a, &v| a ^ v));
-    rec.children.iter().fold(h, |h, c| mix(h, walk(c)))
-}
 
-/// Builds per unit of scale: top-level records of depth 4 (about 20 MB).
-const RECORDS_PER_SCALE: u32 = 160;
-
-/// Ten builds of a tree of `160 × scale` top-level records, each walked and
-/// dropped before the next.
-pub fn run(scale: u32) -> u64 {
-    builds(scale, 10)
-}
-
-/// The first build of [`run`] alone (`rebuild1`): the page faults a build
-/// takes from a fresh process, against which [`run`]'s ten are judged.
-pub fn once(scale: u32) -> u64 {
-    builds(scale, 1)
-}
-
-fn builds(scale: u32, n: u64) -> u64 {
-    let mut h = 0;
-    for build in 0..n {
-        let mut r = rng(0x4eb1_0000 + build);
-        let forest: Vec<Box<Record>> = (0..RECORDS_PER_SCALE * scale)
-            .map(|_| record(&mut r, 4))
+    /// Builds a record and, below `depth`, its children.
+    fn record(r: &mut SplitMix64, depth: u32) -> Box<Record> {
+        let x = r.next_u64();
+        let name = format!("{}-{}", word(r), x % 10_000);
+        let tags = (0..x % 4).map(|_| word(r)).collect();
+        let values = (0..4 + (x >> 8) % 28)
+            .map(|i| x.rotate_left(i as u32))
             .collect();
-        h = forest.iter().fold(h, |h, rec| mix(h, walk(rec)));
-        drop(forest);
+        let children = if depth == 0 {
+            Vec::new()
+        } else {
+            (0..2 + (x >> 16) % 5)
+                .map(|_| record(r, depth - 1))
+                .collect()
+        };
+        Box::new(Record {
+            name,
+            tags,
+            values,
+            children,
+        })
     }
-    h
+
+    /// A checksum of the tree, walked depth first.
+    fn walk(rec: &Record) -> u64 {
+        let mut h = hash_str(&rec.name);
+        for t in &rec.tags {
+            h = mix(h, hash_str(t));
+        }
+        h = mix(h, rec.values.iter().fold(0, |a, &v| a ^ v));
+        rec.children.iter().fold(h, |h, c| mix(h, walk(c)))
+    }
+
+    /// Builds per unit of scale: top-level records of depth 4 (about 20 MB).
+    const RECORDS_PER_SCALE: u32 = 160;
+
+    /// Ten builds of a tree of `160 × scale` top-level records, each walked and
+    /// dropped before the next.
+    pub fn run(scale: u32) -> u64 {
+        builds(scale, 10)
+    }
+
+    /// The first build of [`run`] alone (`rebuild1`): the page faults a build
+    /// takes from a fresh process, against which [`run`]'s ten are judged.
+    pub fn once(scale: u32) -> u64 {
+        builds(scale, 1)
+    }
+
+    fn builds(scale: u32, n: u64) -> u64 {
+        let mut h = 0;
+        for build in 0..n {
+            let mut r = rng(0x4eb1_0000 + build);
+            let forest: Vec<Box<Record>> = (0..RECORDS_PER_SCALE * scale)
+                .map(|_| record(&mut r, 4))
+                .collect();
+            h = forest.iter().fold(h, |h, rec| mix(h, walk(rec)));
+            drop(forest);
+        }
+        h
+    }
 }
 
 /// `10 × scale` rounds of growing 8 vectors and 8 strings by `push` to up to
