@@ -5,6 +5,8 @@
 //!   methods of `SpecAlloc` are then `#[inline(never)]`, compiled in this crate at its
 //!   opt-level rather than in the user's crate at opt-level 0. Release-based profiles keep them
 //!   `#[inline]`.
+//! - Sets `cfg(specalloc_cold_path)` when rustc is 1.95 or later, which has
+//!   `core::hint::cold_path` (the fast paths mark their misses with it).
 //! - On ELF and Mach-O targets, compiles `csrc/install_mark.c`, the weak default (0) of the
 //!   link-time install mark that `install!` defines (1), and sets `cfg(specalloc_link_mark)`
 //!   (see `src/mark.rs`). Other targets keep the run-time mark set by a constructor, and so does
@@ -13,6 +15,10 @@
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(specalloc_out_of_line)");
     println!("cargo::rustc-check-cfg=cfg(specalloc_link_mark)");
+    println!("cargo::rustc-check-cfg=cfg(specalloc_cold_path)");
+    if rustc_minor().is_some_and(|minor| minor >= 95) {
+        println!("cargo::rustc-cfg=specalloc_cold_path");
+    }
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=csrc/install_mark.c");
     println!("cargo::rerun-if-env-changed=SPECALLOC_RUN_TIME_MARK");
@@ -40,4 +46,16 @@ fn main() {
             .compile("specalloc_install_mark");
         println!("cargo::rustc-cfg=specalloc_link_mark");
     }
+}
+
+/// The minor version of the rustc that builds this crate (`rustc 1.95.0 (...)` gives 95).
+fn rustc_minor() -> Option<u32> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let version = text.split_whitespace().nth(1)?;
+    version.split('.').nth(1)?.parse().ok()
 }

@@ -320,12 +320,25 @@ pub fn boxed<T>(x: T) -> Box<T> {
         return Box::new(x);
     }
     if installed() {
+        // A value passed in registers goes to the out-of-line miss with the call, so the hit
+        // writes it and returns with no branch to join; a larger one is passed through memory,
+        // and the miss only brings the block, as the generic path's slow path does (passing it
+        // would make the hit copy it from the miss's argument slot).
+        let by_value = size_of::<T>() <= 2 * size_of::<usize>();
+        let slow = if by_value {
+            crate::heap::miss
+        } else {
+            block_miss::<T>
+        };
         // SAFETY: the mark is set, and the constants are those of one plan (`One::<T>::PLAN`).
         let p = unsafe {
-            crate::heap::take_hit::<false>(One::<T>::TINY, One::<T>::CLASS, One::<T>::SIZE)
+            crate::heap::take_with::<false>(One::<T>::TINY, One::<T>::CLASS, One::<T>::SIZE, slow)
         };
         if p.is_null() {
-            return boxed_miss(x);
+            if by_value {
+                return boxed_miss(x);
+            }
+            std::alloc::handle_alloc_error(Layout::new::<T>());
         }
         // SAFETY: `p` is a live block for one `T` from this thread's heap, handed out only
         // when `SpecAlloc` itself is the global allocator (see `uninit`); writing initialises
@@ -339,8 +352,24 @@ pub fn boxed<T>(x: T) -> Box<T> {
     unsafe { write_box(p, x) }
 }
 
-/// [`boxed`] on a miss of the inline fast path, out of line: the routine of `T`'s class (which
-/// refills the thread's span), or what `Box::new` does if it finds no memory.
+/// The block of [`boxed`] on a miss of the inline fast path, for a `T` passed in memory: out of
+/// line, the routine of `T`'s class, or the global allocator's block if it finds no memory
+/// (null only if that refuses too).
+#[cold]
+#[inline(never)]
+fn block_miss<T>(_class: usize, _size: usize, _zeroed: bool) -> *mut u8 {
+    let p = One::<T>::PLAIN();
+    if p.is_null() {
+        // SAFETY: `T` is not zero-sized (it has a plan).
+        unsafe { std::alloc::alloc(Layout::new::<T>()) }
+    } else {
+        p
+    }
+}
+
+/// [`boxed`] on a miss of the inline fast path, for a `T` passed in registers, out of line: the routine of `T`'s class (which
+/// refills the thread's span), or what `Box::new` does if it finds no memory. `x` comes along,
+/// so the hit writes it where the fast path is and returns, with no branch to join.
 #[cold]
 #[inline(never)]
 fn boxed_miss<T>(x: T) -> Box<T> {

@@ -7,7 +7,7 @@
 //! The entry points of `spec.rs` do not call a routine first: they read the install mark
 //! (`mark::installed`, decided by the linker), one load and one branch (none under fat LTO in an
 //! installed program), and without it go straight to the std code they stand for; with it they
-//! take the block inline ([`take_inline`], [`take_hit`],
+//! take the block inline ([`take_inline`], [`take_with`],
 //! the fast path with the class and size as constants, which is what the generic path becomes
 //! at a constant layout once inlined, minus the size-class lookup) and call the routine out of
 //! line only on a miss.
@@ -70,7 +70,7 @@ pub(crate) unsafe fn take_inline<const ZEROED: bool>(
     routine: fn() -> *mut u8,
 ) -> *mut u8 {
     // SAFETY: forwarded from our caller.
-    let p = unsafe { take_hit::<ZEROED>(tiny, class, size) };
+    let p = unsafe { take_with::<ZEROED>(tiny, class, size, miss) };
     if p.is_null() {
         refill(routine)
     } else {
@@ -78,24 +78,27 @@ pub(crate) unsafe fn take_inline<const ZEROED: bool>(
     }
 }
 
-/// The fast path of [`take_inline`] alone: a block from this thread's current span of the
-/// class, or null on a miss (the caller then calls the routine, out of line).
+/// The fast path of [`take_inline`] with the miss handler `slow` (called with the class, the
+/// size and `ZEROED`, as the generic path calls its slow path): a block from this thread's
+/// current span of the class, or what `slow` returns.
 ///
 /// # Safety
-/// As for [`take_inline`].
+/// As for [`take_inline`]; `slow` returns null or a block of the class that `Box`/`Vec` may
+/// free through the global allocator.
 #[inline(always)]
-pub(crate) unsafe fn take_hit<const ZEROED: bool>(
+pub(crate) unsafe fn take_with<const ZEROED: bool>(
     tiny: bool,
     class: usize,
     size: usize,
+    slow: fn(usize, usize, bool) -> *mut u8,
 ) -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel, whose spans have no free
-    // block (the miss then returns null).
+    // block (the miss then calls `slow`).
     unsafe {
         if tiny {
-            alloc_tiny_in::<ZEROED>(current_heap(), miss)
+            alloc_tiny_in::<ZEROED>(current_heap(), slow)
         } else {
-            alloc_wide_in::<ZEROED>(current_heap(), class, size, miss)
+            alloc_wide_in::<ZEROED>(current_heap(), class, size, slow)
         }
     }
 }
@@ -108,9 +111,10 @@ fn refill(routine: fn() -> *mut u8) -> *mut u8 {
     routine()
 }
 
-/// The inline fast path's miss: null, which [`take_inline`] turns into a call of the routine.
+/// The inline fast path's miss: null, which [`take_inline`] turns into a call of the routine
+/// (and `spec::boxed` into a call with the value).
 #[inline(always)]
-fn miss(_class: usize, _size: usize, _zeroed: bool) -> *mut u8 {
+pub(crate) fn miss(_class: usize, _size: usize, _zeroed: bool) -> *mut u8 {
     ptr::null_mut()
 }
 

@@ -53,7 +53,7 @@ mod slow;
 
 pub(crate) use central::central_lens;
 pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
-pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, take_hit, take_inline};
+pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
 #[cfg(feature = "test-hooks")]
 pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
