@@ -16,17 +16,13 @@ profiles=("$@")
 [ ${#profiles[@]} -gt 0 ] || profiles=(dev release thin fat)
 allocs=(installed static system)
 
+# shellcheck source=bench/scripts/profile_build.sh
+source bench/scripts/profile_build.sh
+
 build() { # profile
-    local p=$1 dir=target/spec-cost/$1 args=()
+    local args=()
     for a in "${allocs[@]}"; do args+=(--example "spec_cost_$a"); done
-    case $p in
-        dev) cargo build -q --target-dir "$dir" "${args[@]}" ;;
-        release) cargo build -q --release --target-dir "$dir" "${args[@]}" ;;
-        thin) CARGO_PROFILE_RELEASE_LTO=thin cargo build -q --release --target-dir "$dir" "${args[@]}" ;;
-        fat) CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-            cargo build -q --release --target-dir "$dir" "${args[@]}" ;;
-        *) echo "unknown profile $p" >&2; exit 2 ;;
-    esac
+    cargo_build "$1" "target/spec-cost/$1" "${args[@]}"
 }
 
 instructions() { # binary which

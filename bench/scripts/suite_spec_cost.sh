@@ -32,18 +32,8 @@ repeat=${REPEAT:-3}
 system_profiles=" release fat "
 lto_profiles=" release thin fat "
 
-cargo_build() { # profile target-dir cargo-args...
-    local p=$1 dir=$2
-    shift 2
-    case $p in
-        dev) cargo build -q --target-dir "$dir" "$@" ;;
-        release) cargo build -q --release --target-dir "$dir" "$@" ;;
-        thin) CARGO_PROFILE_RELEASE_LTO=thin cargo build -q --release --target-dir "$dir" "$@" ;;
-        fat) CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-            cargo build -q --release --target-dir "$dir" "$@" ;;
-        *) echo "unknown profile $p" >&2; exit 2 ;;
-    esac
-}
+# shellcheck source=bench/scripts/profile_build.sh
+source bench/scripts/profile_build.sh
 
 subdir() { [ "$1" = dev ] && echo debug || echo release; }
 
