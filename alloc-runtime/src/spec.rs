@@ -258,8 +258,6 @@ impl<T, const N: usize> Array<T, N> {
     pub const PLAN_ZEROED: Option<Plan> = plan(Self::BYTES, align_of::<T>(), true);
 }
 
-#[cfg(not(specalloc_link_mark))]
-pub use crate::mark::__declare_global_allocator;
 pub use crate::mark::{installed, MARK_AT_LINK_TIME};
 
 /// Allocates room for one `T`, uninitialised, through the routine of `T`'s size class
