@@ -23,6 +23,7 @@ fn c_contract() {
         "ok reallocarray",
         "ok posix_memalign aligned_alloc memalign valloc pvalloc",
         "ok __libc_malloc",
+        "ok __libc_valloc __libc_pvalloc cfree free_sized free_aligned_sized",
         "ok first operations of a thread",
         "ok specalloc_stats specalloc_collect",
     ] {
@@ -54,5 +55,95 @@ fn cpp_new_delete() {
         "ok bad_alloc",
     ] {
         assert!(out.contains(form), "missing `{form}` in:\n{out}");
+    }
+}
+
+/// The allocation entry points `libspecalloc.so` must define: every one of these that the
+/// system's C library exports (at any version) is exported by the library too, so that no
+/// block can come from glibc's allocator under the preload and reach specalloc's `free`, or the
+/// other way round.
+const ENTRY_POINTS: &[&str] = &[
+    "malloc",
+    "free",
+    "cfree",
+    "free_sized",
+    "free_aligned_sized",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "malloc_usable_size",
+    "__libc_malloc",
+    "__libc_free",
+    "__libc_calloc",
+    "__libc_realloc",
+    "__libc_memalign",
+    "__libc_valloc",
+    "__libc_pvalloc",
+];
+
+/// The defined dynamic symbols of `lib` (`nm -D --defined-only`), without their versions.
+fn dynamic_symbols(lib: &std::path::Path) -> Vec<String> {
+    let o = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .expect("run nm");
+    assert!(o.status.success(), "nm {} failed", lib.display());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .map(|s| s.split('@').next().unwrap_or(s).to_string())
+        .collect()
+}
+
+/// The C library this test runs on (from its own memory map).
+fn libc_path() -> std::path::PathBuf {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so") || p.contains("/libc-"))
+        .map(std::path::PathBuf::from)
+        .expect("libc in the memory map")
+}
+
+#[test]
+fn exports_every_glibc_entry_point() {
+    if !common::have("nm", "the export check") {
+        return;
+    }
+    let libc = dynamic_symbols(&libc_path());
+    let ours = dynamic_symbols(&common::lib());
+    // Every name of the family the C library has, specalloc has: the list covers what glibc
+    // exports (checked here: a name of the family glibc gains must be added to the list, or to
+    // those that allocate no heap memory).
+    const NOT_HEAP: &[&str] = &["__sched_cpualloc", "inet6_option_alloc", "pkey_alloc"];
+    let family = |s: &str| {
+        let base = s.strip_prefix("__libc_").unwrap_or(s);
+        let name = base.ends_with("alloc") || base.ends_with("memalign");
+        let free = matches!(base, "free" | "cfree" | "free_sized" | "free_aligned_sized");
+        (name || free) && !NOT_HEAP.contains(&s)
+    };
+    for s in libc.iter().filter(|s| family(s)) {
+        assert!(
+            ENTRY_POINTS.contains(&s.as_str()),
+            "glibc exports `{s}`, which the list of entry points lacks"
+        );
+    }
+    let missing: Vec<_> = ENTRY_POINTS
+        .iter()
+        .filter(|n| libc.iter().any(|s| s == *n) && !ours.iter().any(|s| s == *n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "libspecalloc.so does not export {missing:?}"
+    );
+    // And the names glibc gained after this system's version, exported all the same.
+    for n in ["free_sized", "free_aligned_sized", "cfree"] {
+        assert!(ours.iter().any(|s| s == n), "`{n}` is not exported");
     }
 }

@@ -11,7 +11,10 @@
 //!
 //! It exports `malloc`, `free`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
 //! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`, `malloc_usable_size` and glibc's
-//! `__libc_malloc`, `__libc_free`, `__libc_calloc`, `__libc_realloc`, `__libc_memalign`.
+//! `__libc_malloc`, `__libc_free`, `__libc_calloc`, `__libc_realloc`, `__libc_memalign`,
+//! `__libc_valloc`, `__libc_pvalloc`, the old `cfree`, and C23's `free_sized` and
+//! `free_aligned_sized` (glibc 2.39): every allocation entry point glibc exports at its default
+//! version.
 //! C++'s `operator new` and `delete` (plain, sized, aligned) reach it through libstdc++, which
 //! forwards them to `malloc`, `aligned_alloc` and `free`. `include/specalloc.h` declares what
 //! C code can call beyond that: [`specalloc_stats`], [`specalloc_stats_print`] and
@@ -231,6 +234,51 @@ pub extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut c_void {
     memalign(align, size)
 }
 
+/// glibc's internal name of [`valloc`].
+#[no_mangle]
+pub extern "C" fn __libc_valloc(size: usize) -> *mut c_void {
+    valloc(size)
+}
+
+/// glibc's internal name of [`pvalloc`].
+#[no_mangle]
+pub extern "C" fn __libc_pvalloc(size: usize) -> *mut c_void {
+    pvalloc(size)
+}
+
+/// The old `cfree`, kept by glibc for old binaries: [`free`].
+///
+/// # Safety
+/// As for [`free`].
+#[no_mangle]
+pub unsafe extern "C" fn cfree(p: *mut c_void) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free(p) }
+}
+
+/// C23's `free_sized` (glibc 2.39): frees `p`, which was allocated with `size` bytes by
+/// [`malloc`], [`calloc`] or [`realloc`]. The size is not needed here: the block is found from
+/// the pointer, as [`free`] finds it.
+///
+/// # Safety
+/// As for [`free`].
+#[no_mangle]
+pub unsafe extern "C" fn free_sized(p: *mut c_void, _size: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free(p) }
+}
+
+/// C23's `free_aligned_sized` (glibc 2.39): frees `p`, which was allocated with `size` bytes
+/// at `align` by [`aligned_alloc`] (or any function of this family). As [`free`].
+///
+/// # Safety
+/// As for [`free`].
+#[no_mangle]
+pub unsafe extern "C" fn free_aligned_sized(p: *mut c_void, _align: usize, _size: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free(p) }
+}
+
 /// The allocator's counters, for C (`struct specalloc_stats` in `specalloc.h`): a summary of
 /// [`specalloc_runtime::Stats`], every field 64 bits wide.
 #[repr(C)]
@@ -414,7 +462,7 @@ extern "C" fn report_at_exit() {
 /// binary (an rlib's object is linked only when something refers to it).
 #[doc(hidden)]
 pub struct Keep {
-    _fns: [*const (); 19],
+    _fns: [*const (); 24],
 }
 
 // SAFETY: the pointers are never dereferenced or called through this value.
@@ -441,6 +489,11 @@ pub static KEEP: Keep = Keep {
         __libc_calloc as *const (),
         __libc_realloc as *const (),
         __libc_memalign as *const (),
+        __libc_valloc as *const (),
+        __libc_pvalloc as *const (),
+        cfree as *const (),
+        free_sized as *const (),
+        free_aligned_sized as *const (),
         specalloc_stats as *const (),
         specalloc_stats_print as *const (),
         specalloc_collect as *const (),

@@ -63,7 +63,21 @@ unsafe extern "C" {
     /// The link-time mark: 1 when `install!` is linked into this image, else the weak
     /// default 0 of `csrc/install_mark.c`. Immutable, so reading it is safe.
     safe static specalloc_install_mark: u8;
+    /// A strong, hidden symbol of `csrc/install_mark.c`, beside the weak default: referencing
+    /// it makes the linker take that object into every image that links the runtime.
+    safe static specalloc_install_mark_default: u8;
 }
+
+/// Keeps `csrc/install_mark.c`'s object, with the weak, hidden default of the mark, in every
+/// image that links the runtime (`#[used]`: rustc makes the linker keep it, and so the object
+/// it points into). Without it an image whose own objects do not pull that object in would
+/// take the mark from whatever defines it first: a Rust shared library that installs
+/// specalloc, linked before the runtime, would turn the routines on in an executable that does
+/// not. With it the image's own definition wins, and its hidden visibility keeps the mark out
+/// of the image's exported symbols even where `install!` defines it (see `install_mark.c`).
+#[cfg(specalloc_link_mark)]
+#[used]
+static KEEP_DEFAULT_MARK: &u8 = &specalloc_install_mark_default;
 
 /// Whether the routines may hand out blocks: [`install!`](crate::install) declared
 /// `SpecAlloc` itself as the global allocator. `false` in a program that installs it by hand,

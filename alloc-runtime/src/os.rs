@@ -12,8 +12,8 @@
 //! - [`map`] (chunks of the page heap, the checked mode's side bitmaps, heap arenas): small,
 //!   fixed-size reservations made with `MAP_NORESERVE`, so that they stay cheap and out of the
 //!   kernel's commit accounting under the default heuristic policy.
-//! - [`map_accounted`] (huge objects, each its own mapping of any size): no `MAP_NORESERVE`, so
-//!   the kernel's overcommit policy judges the request: under the default heuristic
+//! - [`map_placed`] with `accounted` (huge objects, each its own mapping of any size): no
+//!   `MAP_NORESERVE`, so the kernel's overcommit policy judges the request: under the default heuristic
 //!   (`vm.overcommit_memory = 0`) a mapping larger than RAM + swap is refused (glibc's `malloc`
 //!   maps the same way and is refused the same), under strict accounting (mode 2) anything past
 //!   the commit limit is refused (in that mode the kernel ignores `MAP_NORESERVE` anyway, so the
@@ -45,13 +45,6 @@ pub(crate) fn map(size: usize) -> Option<NonNull<u8>> {
     mmap_anon(size, libc::MAP_NORESERVE)
 }
 
-/// Maps `size` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed, read-write memory that the
-/// kernel's overcommit policy accounts for: `None` when the policy (or `RLIMIT_AS`) says the
-/// machine cannot back it. For objects of any size requested by the program.
-pub(crate) fn map_accounted(size: usize) -> Option<NonNull<u8>> {
-    mmap_anon(size, 0)
-}
-
 fn mmap_anon(size: usize, flags: libc::c_int) -> Option<NonNull<u8>> {
     debug_assert!(size.is_multiple_of(OS_PAGE) && size > 0);
     if size > MAX_MAPPING {
@@ -76,39 +69,88 @@ fn mmap_anon(size: usize, flags: libc::c_int) -> Option<NonNull<u8>> {
     NonNull::new(p.cast())
 }
 
-/// Maps `size` bytes aligned to `align` (a power of two, at least [`OS_PAGE`]), by mapping
-/// `size + align` and unmapping the slop on both sides.
+/// Maps `size` bytes aligned to `align` (a power of two, at least [`OS_PAGE`]), with
+/// `MAP_NORESERVE` (see [`map`]); `None` when the OS refuses (see [`map_placed`]).
 pub(crate) fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
+    map_placed(size, align, 0, false)
+}
+
+/// Maps `len` bytes (a multiple of [`OS_PAGE`]) placed so that the address `offset` bytes in is
+/// a multiple of `align` (a power of two, at least [`OS_PAGE`]): maps `len + align - OS_PAGE`
+/// bytes and unmaps the slop on both sides. With `accounted`, without `MAP_NORESERVE`: the
+/// kernel's overcommit policy judges the request (`None` when it says the machine cannot back
+/// it), as for objects of any size requested by the program; else as [`map`].
+///
+/// `None` when the OS refuses the mapping, or refuses to unmap the slop: unmapping part of a
+/// mapping splits it in two, which the kernel refuses (`ENOMEM`) once the process has as many
+/// mappings as `vm.max_map_count` allows. The whole mapping is then unmapped (which splits
+/// nothing), so that no slop stays mapped behind the caller's back and the request fails the
+/// way a refused `mmap` does.
+pub(crate) fn map_placed(
+    len: usize,
+    align: usize,
+    offset: usize,
+    accounted: bool,
+) -> Option<NonNull<u8>> {
     debug_assert!(align.is_power_of_two() && align >= OS_PAGE);
-    let total = size.checked_add(align)?;
-    let base = map(total)?.as_ptr() as usize;
-    let start = (base + align - 1) & !(align - 1);
-    let head = start - base;
-    let tail = total - head - size;
-    if head > 0 {
-        // SAFETY: [base, start) is part of the mapping just made and nothing points into it.
-        unsafe { unmap(base as *mut u8, head) };
+    debug_assert!(offset.is_multiple_of(OS_PAGE) && offset < len);
+    let total = len.checked_add(align - OS_PAGE)?;
+    let flags = if accounted { 0 } else { libc::MAP_NORESERVE };
+    let base = mmap_anon(total, flags)?.as_ptr() as usize;
+    let start = (base + offset).next_multiple_of(align) - offset;
+    let end = start + len;
+    // SAFETY: [base, start) is part of the mapping just made and nothing points into it.
+    if start > base && !unsafe { unmap(base as *mut u8, start - base) } {
+        // SAFETY: the whole mapping is still ours, and unused.
+        let whole = unsafe { unmap(base as *mut u8, total) };
+        debug_assert!(whole, "munmap of a whole mapping failed");
+        return None;
     }
-    if tail > 0 {
-        // SAFETY: [start + size, base + total) is the unused end of the same mapping.
-        unsafe { unmap((start + size) as *mut u8, tail) };
+    // SAFETY: [end, base + total) is the unused end of the same mapping.
+    if base + total > end && !unsafe { unmap(end as *mut u8, base + total - end) } {
+        // SAFETY: [start, base + total) is all that is left of the mapping, ours and unused.
+        let whole = unsafe { unmap(start as *mut u8, base + total - start) };
+        debug_assert!(whole, "munmap of a whole mapping failed");
+        return None;
     }
     NonNull::new(start as *mut u8)
 }
 
-/// Unmaps `[ptr, ptr + size)`.
+/// Unmaps `[ptr, ptr + size)`; `false` when the kernel refuses (the range then stays mapped
+/// and counted): unmapping part of a mapping needs a new one, which fails with `ENOMEM` at
+/// `vm.max_map_count`. Unmapping a whole mapping never splits one.
 ///
 /// # Safety
-/// The range must be a page-aligned part of a mapping made by [`map`] or [`map_accounted`] that
+/// The range must be a page-aligned part of a mapping made by [`map`] or [`map_placed`] that
 /// nothing uses any more.
-pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) {
+#[must_use]
+pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) -> bool {
     // SAFETY: the caller guarantees the range is ours and unused.
     let r = unsafe { libc::munmap(ptr.cast(), size) };
-    debug_assert_eq!(r, 0, "munmap failed");
     if r == 0 {
         MAPPED.fetch_sub(size, Ordering::Relaxed);
     }
+    r == 0
 }
+
+/// Gives a whole mapping back: unmaps it, or, should the kernel refuse, drops its pages
+/// (`MADV_DONTNEED`) so that at least its memory goes back, and counts the refusal
+/// ([`FAILED_UNMAPS`]).
+///
+/// # Safety
+/// `[ptr, ptr + size)` is a whole mapping of ours (or all that is left of one) that nothing
+/// uses any more.
+pub(crate) unsafe fn release(ptr: *mut u8, size: usize) {
+    // SAFETY: guaranteed by the caller.
+    if !unsafe { unmap(ptr, size) } {
+        FAILED_UNMAPS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above; the pages hold nothing live.
+        unsafe { decommit(ptr, size) };
+    }
+}
+
+/// Mappings the kernel refused to unmap (see [`release`]): they stay mapped, without memory.
+pub(crate) static FAILED_UNMAPS: AtomicUsize = AtomicUsize::new(0);
 
 /// A coarse monotonic clock in nanoseconds (`CLOCK_MONOTONIC_COARSE`: no system call, a few
 /// milliseconds of resolution), for the page heap's tick.
@@ -176,7 +218,7 @@ pub(crate) unsafe fn no_huge_pages(ptr: *mut u8, size: usize) {
 /// refused.
 ///
 /// # Safety
-/// `[ptr, ptr + old)` must be a whole mapping made by [`map`], [`map_accounted`] or
+/// `[ptr, ptr + old)` must be a whole mapping made by [`map`], [`map_placed`] or
 /// [`map_aligned`]; on success the
 /// old range must not be used any more.
 pub(crate) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> Option<NonNull<u8>> {

@@ -25,7 +25,11 @@ const FORKING: usize = 1 << (usize::BITS - 1);
 impl DeliveryGate for Deliveries {
     fn enter(&self) {
         loop {
-            if DELIVERIES.fetch_add(1, Ordering::Acquire) & FORKING == 0 {
+            if DELIVERIES.fetch_add(1, Ordering::Acquire) & FORKING == 0
+                || crate::lock::is_forking_thread()
+            {
+                // No fork is prepared; or this is the forking thread (another `fork` handler
+                // freeing), which holds every lock while the others are held back.
                 return;
             }
             DELIVERIES.fetch_sub(1, Ordering::Release);

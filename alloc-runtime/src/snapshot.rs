@@ -110,6 +110,10 @@ pub struct Stats {
     pub large_cache_bytes: usize,
     /// The cache's bound at its last check (a quarter of the bytes in use by default).
     pub large_cache_limit: usize,
+    /// Freed mappings the OS refused to unmap (at `vm.max_map_count`, unmapping can fail):
+    /// their pages went back with `MADV_DONTNEED`, their address space stays mapped. 0 in a
+    /// healthy process.
+    pub failed_unmaps: usize,
     /// Per-class figures, indexed by class (index 0 unused).
     #[cfg_attr(feature = "serde", serde(with = "classes_serde"))]
     pub classes: [ClassStats; NUM_CLASSES],
@@ -169,6 +173,7 @@ pub fn stats() -> Stats {
         returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),
         large_cache_bytes: crate::large::CACHE_BYTES.load(Ordering::Relaxed),
         large_cache_limit: crate::large::CACHE_LIMIT.load(Ordering::Relaxed),
+        failed_unmaps: crate::os::FAILED_UNMAPS.load(Ordering::Relaxed),
         tiny_allocs,
         tiny_frees,
         tiny_objects: tiny_allocs.saturating_sub(tiny_frees),
@@ -290,6 +295,13 @@ impl fmt::Display for Stats {
             b(self.large_cache_bytes),
             b(self.large_cache_limit)
         )?;
+        if self.failed_unmaps > 0 {
+            writeln!(
+                f,
+                "mappings the OS refused to unmap: {} (at vm.max_map_count; memory returned)",
+                n(self.failed_unmaps as u64)
+            )?;
+        }
         writeln!(
             f,
             "tiny: {} objects ({} spans), allocs {}, frees {}; heaps made {}",

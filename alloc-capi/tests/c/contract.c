@@ -24,6 +24,13 @@ extern void __libc_free(void *);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+/* The old cfree, and C23's sized frees (glibc 2.39): declared here, since older headers lack
+ * them; weak, so that the program links against any glibc (main checks they resolved). */
+extern void cfree(void *) __attribute__((weak));
+extern void free_sized(void *, size_t) __attribute__((weak));
+extern void free_aligned_sized(void *, size_t, size_t) __attribute__((weak));
 
 #define CHECK(c)                                                                              \
     do {                                                                                      \
@@ -263,6 +270,47 @@ static void check_libc_names(void) {
     puts("ok __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign");
 }
 
+/* The rest of glibc's exported entry points: what each returns is specalloc's, and can be freed
+ * by free, cfree, free_sized, free_aligned_sized and __libc_free alike. */
+static void check_more_names(void) {
+    CHECK(cfree != NULL && free_sized != NULL && free_aligned_sized != NULL);
+    struct specalloc_stats before = stats();
+    void *(*make[])(size_t) = {__libc_valloc, __libc_pvalloc, valloc, pvalloc, malloc,
+                               __libc_malloc};
+    int nmake = (int)(sizeof make / sizeof make[0]);
+    for (int m = 0; m < nmake; m++) {
+        for (int f = 0; f < 5; f++) {
+            size_t n = 100 + 1000 * (size_t)f;
+            unsigned char *p = make[m](n);
+            CHECK(p);
+            if (m < 4) CHECK((uintptr_t)p % 4096 == 0);
+            if (m == 1 || m == 3) CHECK(malloc_usable_size(p) >= 4096);
+            CHECK(malloc_usable_size(p) >= n);
+            memset(p, 0x5a, n);
+            CHECK(stats().live_objects == before.live_objects + 1); /* specalloc's block */
+            switch (f) {
+            case 0: free(p); break;
+            case 1: cfree(p); break;
+            case 2: free_sized(p, n); break;
+            case 3: free_aligned_sized(p, m < 4 ? 4096 : 16, n); break;
+            case 4: __libc_free(p); break;
+            }
+            CHECK(stats().live_objects == before.live_objects);
+        }
+    }
+    /* The sized frees of aligned_alloc's and calloc's blocks, and of NULL. */
+    void *a = aligned_alloc(256, 512);
+    void *c = calloc(4, 25);
+    CHECK(a && c && (uintptr_t)a % 256 == 0);
+    free_aligned_sized(a, 256, 512);
+    free_sized(c, 100);
+    free_sized(NULL, 0);
+    free_aligned_sized(NULL, 64, 0);
+    cfree(NULL);
+    CHECK(stats().live_objects == before.live_objects);
+    puts("ok __libc_valloc __libc_pvalloc cfree free_sized free_aligned_sized");
+}
+
 /* First operations of a thread: each thread's very first allocator call is a different one. */
 static void *shared_block;
 static void *first_op(void *arg) {
@@ -331,6 +379,7 @@ int main(void) {
     check_realloc();
     check_aligned();
     check_libc_names();
+    check_more_names();
     check_first_ops();
     /* Nothing this program allocated is left: what is live now beyond the start is libc's
      * (stdout's buffer, the cached threads' TLS vectors), a handful of blocks. */

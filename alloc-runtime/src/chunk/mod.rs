@@ -183,8 +183,13 @@ fn clear_all(words: &[Cell<u64>; WORDS]) {
     }
 }
 
-/// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`).
-fn find_run(c: &Chunk, n: usize, dirty_only: bool) -> Option<usize> {
+/// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`) starting at a
+/// multiple of `align` pages (a power of two; chunks are aligned to their size, so the run's
+/// address is then a multiple of `align` pages too).
+fn find_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
+    if align > 1 {
+        return find_aligned_run(c, n, dirty_only, align);
+    }
     let mut run = 0;
     let mut start = 0;
     let mut i = HEADER_PAGES;
@@ -216,14 +221,53 @@ fn find_run(c: &Chunk, n: usize, dirty_only: bool) -> Option<usize> {
     None
 }
 
+/// [`find_run`] for runs aligned to more than a page.
+fn find_aligned_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
+    if align <= 64 && n <= align {
+        // A run of at most `align` pages from a multiple of `align` stays inside one bitmap
+        // word: a word at a time, the aligned starts whose `n` pages are all usable.
+        let starts = aligned_starts(align);
+        for (w, free) in c.free_bits.iter().enumerate() {
+            let mut usable = free.get();
+            if dirty_only {
+                usable &= c.dirty_bits[w].get();
+            }
+            let mut cand = starts;
+            for k in 0..n {
+                cand &= usable >> k;
+            }
+            if cand != 0 {
+                // The header's pages are never free, so no start found is inside it.
+                return Some(w * 64 + cand.trailing_zeros() as usize);
+            }
+        }
+        return None;
+    }
+    // Otherwise each aligned start in turn, moving past the first page that is not usable.
+    let usable = |i: usize| bit(&c.free_bits, i) && (!dirty_only || bit(&c.dirty_bits, i));
+    let mut start = HEADER_PAGES.next_multiple_of(align);
+    while start + n <= PAGES_PER_CHUNK {
+        match (start..start + n).find(|&i| !usable(i)) {
+            None => return Some(start),
+            Some(taken) => start = (taken + 1).next_multiple_of(align),
+        }
+    }
+    None
+}
+
+/// The bits of a bitmap word at multiples of `align` (a power of two up to 64).
+fn aligned_starts(align: usize) -> u64 {
+    (0..64).step_by(align).fold(0, |m, i| m | 1 << i)
+}
+
 fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
     let huge = policy().huge_pages;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
     #[cfg(feature = "checked")]
     let Some(side) = crate::side::new_side() else {
-        // SAFETY: the chunk was just mapped by us and nothing uses it.
-        unsafe { os::unmap(base.cast(), CHUNK_SIZE) };
+        // SAFETY: the chunk is a whole mapping just made by us, and nothing uses it.
+        unsafe { os::release(base.cast(), CHUNK_SIZE) };
         return None;
     };
     #[cfg(feature = "checked")]
@@ -255,11 +299,20 @@ pub(crate) struct PageRun {
     pub(crate) zero: bool,
 }
 
-/// Takes `npages` contiguous pages. When the OS refuses a new chunk, calls `release` once (it
-/// gives memory back elsewhere, the cache of freed huge mappings, and says how much) and tries
-/// again. Returns `None` when the OS refuses more memory.
-pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
+/// The largest alignment, in pages, [`alloc_pages`] serves: a quarter of a chunk, so that a
+/// fresh chunk always has an aligned run of up to that many pages past its header.
+pub(crate) const MAX_ALIGN_PAGES: usize = PAGES_PER_CHUNK / 4;
+
+const _: () = assert!(HEADER_PAGES <= MAX_ALIGN_PAGES);
+
+/// Takes `npages` contiguous pages, starting at a multiple of `align` pages (a power of two up
+/// to [`MAX_ALIGN_PAGES`], with `npages` at most that too when `align > 1`). When the OS refuses
+/// a new chunk, calls `release` once (it gives memory back elsewhere, the cache of freed huge
+/// mappings, and says how much) and tries again. Returns `None` when the OS refuses more memory.
+pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -> Option<PageRun> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
+    debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
+    debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
     let mut ph = PAGE_HEAP.lock();
     // Free pages that still hold memory first (dirty or lazy): taking them costs no page fault
     // and no new resident memory (see the policy above).
@@ -269,7 +322,7 @@ pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageR
             // SAFETY: every chunk on the list is a live header, protected by the lock.
             let cr = unsafe { &*c };
             if cr.free_pages.get() >= npages {
-                if let Some(first) = find_run(cr, npages, true) {
+                if let Some(first) = find_run(cr, npages, true, align) {
                     return Some(take_run(ph, c, first, npages));
                 }
             }
@@ -296,13 +349,14 @@ pub(crate) fn alloc_pages(npages: usize, release: fn() -> usize) -> Option<PageR
             unsafe { (*nc).next.set(ph.chunks) };
             ph.chunks = nc;
             // SAFETY: as above.
-            let first = find_run(unsafe { &*nc }, npages, false).expect("fresh chunk has room");
+            let first =
+                find_run(unsafe { &*nc }, npages, false, align).expect("fresh chunk has room");
             break (nc, first);
         }
         // SAFETY: every chunk on the list is a live header, protected by the lock.
         let cr = unsafe { &*c };
         if cr.free_pages.get() >= npages {
-            if let Some(first) = find_run(cr, npages, false) {
+            if let Some(first) = find_run(cr, npages, false, align) {
                 break (c, first);
             }
         }

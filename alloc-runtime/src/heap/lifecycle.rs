@@ -224,6 +224,9 @@ extern "C" fn fork_prepare() {
     }
     crate::large::fork_lock(true);
     crate::chunk::fork_lock(true);
+    // Handlers registered before ours run their prepare after this one, and their parent and
+    // child handlers before ours: they may allocate, and pass the locks (see `lock.rs`).
+    crate::lock::fork_begin();
 }
 
 /// Takes (`true`) or releases one of this module's locks, or a central pool's (test hooks).
@@ -263,6 +266,7 @@ pub fn hold_lock(
 
 /// Releases the locks [`fork_prepare`] took.
 fn release_fork_locks() {
+    crate::lock::fork_end();
     crate::chunk::fork_lock(false);
     crate::large::fork_lock(false);
     for c in CENTRAL.iter().rev() {

@@ -102,7 +102,7 @@ fn refill(h: &Heap, class: usize) -> Option<&Span> {
         retire_current(h, class, s);
     }
     // A new span from the page heap.
-    let run = chunk::alloc_pages(span_pages(class), crate::large::release_cache)?;
+    let run = chunk::alloc_pages(span_pages(class), 1, crate::large::release_cache)?;
     // SAFETY: the page heap gave us this descriptor and its pages.
     let s = unsafe { &*run.span };
     setup_small(s, class, run.zero);

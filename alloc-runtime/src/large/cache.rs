@@ -134,8 +134,8 @@ fn evict(
 
 fn unmap_all(list: &[(usize, usize)]) {
     for &(base, len) in list {
-        // SAFETY: evicted mappings are ours and hold nothing live.
-        unsafe { os::unmap(base as *mut u8, len) };
+        // SAFETY: evicted mappings are whole mappings of ours and hold nothing live.
+        unsafe { os::release(base as *mut u8, len) };
     }
 }
 
@@ -157,8 +157,8 @@ pub(super) fn cache_put(base: usize, len: usize) {
     };
     unmap_all(&evicted[..n]);
     if !keep {
-        // SAFETY: the mapping is ours and holds nothing live.
-        unsafe { os::unmap(base as *mut u8, len) };
+        // SAFETY: the mapping is a whole one of ours and holds nothing live.
+        unsafe { os::release(base as *mut u8, len) };
     }
 }
 

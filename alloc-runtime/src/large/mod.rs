@@ -1,13 +1,16 @@
 //! Large objects: everything above the small classes (32 KiB) or more aligned than a page.
 //!
-//! - *Medium* objects (up to [`MEDIUM_MAX`], alignment up to the 8 KiB page) are a page run of
-//!   their own from the page heap, found again from the pointer through the chunk's page map.
+//! - *Medium* objects (up to [`MEDIUM_MAX`], at any alignment up to [`MEDIUM_MAX`] too) are a
+//!   page run of their own from the page heap, starting at a multiple of their alignment, found
+//!   again from the pointer through the chunk's page map. A request aligned above the page
+//!   costs about what its size costs (a run starts at the next aligned free page), not a
+//!   mapping of its own.
 //! - *Huge* objects (bigger, or more aligned) get their own mapping, with a one-page header just
 //!   before the object. They grow and shrink with `mremap`, which moves pages without copying.
 //!
 //! Which kind a block is follows from its `Layout` alone, which Rust passes on every free.
 //!
-//! Out of memory: huge mappings are made with [`os::map_accounted`], so the kernel's overcommit
+//! Out of memory: huge mappings are made with [`os::map_placed`] (accounted), so the kernel's overcommit
 //! policy refuses what the machine cannot back (as glibc's `malloc` is refused) and the request
 //! returns null. When the OS refuses a mapping, the freed mappings kept for reuse are given back
 //! ([`release_cache`]) and the request is tried once more, so that a capped address space
@@ -34,8 +37,10 @@ pub(crate) const MEDIUM_MAX: usize = 1 << 20;
 /// Whether a non-small layout is medium (page heap) rather than huge (own mapping).
 #[inline]
 pub(crate) fn is_medium(size: usize, align: usize) -> bool {
-    size <= MEDIUM_MAX && align <= PAGE_SIZE
+    size <= MEDIUM_MAX && align <= MEDIUM_MAX
 }
+
+const _: () = assert!(MEDIUM_MAX == chunk::MAX_ALIGN_PAGES * PAGE_SIZE);
 
 /// Magic of a live huge object's header.
 const HUGE_LIVE: usize = 0x5350_4543_4855_4745; // "SPECHUGE"
@@ -60,15 +65,17 @@ struct HugeHeader {
 /// Allocates a large object. Null when the size is impossible or the OS refuses.
 pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
     if is_medium(size, align) {
-        alloc_medium(size, zero)
+        alloc_medium(size, align, zero)
     } else {
         alloc_huge(size, align, zero)
     }
 }
 
-fn alloc_medium(size: usize, zero: bool) -> *mut u8 {
+/// A medium object: a page run of its own, starting at a multiple of `align`.
+fn alloc_medium(size: usize, align: usize, zero: bool) -> *mut u8 {
     let npages = size.div_ceil(PAGE_SIZE);
-    let Some(run) = chunk::alloc_pages(npages, release_cache) else {
+    let align_pages = align.div_ceil(PAGE_SIZE);
+    let Some(run) = chunk::alloc_pages(npages, align_pages, release_cache) else {
         return ptr::null_mut();
     };
     // SAFETY: the page heap handed us this descriptor and its pages.
@@ -101,51 +108,38 @@ fn alloc_huge(size: usize, req_align: usize, zero: bool) -> *mut u8 {
             return unsafe { reuse_cached(base, len, size, req_align, zero) };
         }
     }
-    let Some(total) = body
-        .checked_add(OS_PAGE)
-        .and_then(|t| t.checked_add(align - OS_PAGE))
-    else {
+    let Some(len) = body.checked_add(OS_PAGE) else {
         return ptr::null_mut();
     };
-    if total > isize::MAX as usize {
+    if len > isize::MAX as usize - align {
         return ptr::null_mut();
     }
-    let Some(m) = os::map_accounted(total).or_else(|| {
+    // The header page, then the object at a multiple of `align`.
+    let Some(m) = os::map_placed(len, align, OS_PAGE, true).or_else(|| {
         // Refused: give back the mappings kept for reuse (they may be what fills a capped
         // address space) and try once more.
         if release_cache() > 0 {
-            os::map_accounted(total)
+            os::map_placed(len, align, OS_PAGE, true)
         } else {
             None
         }
     }) else {
         return ptr::null_mut();
     };
-    let base = m.as_ptr() as usize;
-    let p = (base + OS_PAGE).next_multiple_of(align);
-    let hdr = p - OS_PAGE;
-    let end = p + body;
-    if hdr > base {
-        // SAFETY: [base, hdr) is unused slop of the mapping just made.
-        unsafe { os::unmap(base as *mut u8, hdr - base) };
-    }
-    if base + total > end {
-        // SAFETY: [end, base + total) is unused slop of the same mapping.
-        unsafe { os::unmap(end as *mut u8, base + total - end) };
-    }
+    let hdr = m.as_ptr() as usize;
     // SAFETY: the header page is ours and writable.
     unsafe {
         (hdr as *mut HugeHeader).write(HugeHeader {
             magic: HUGE_LIVE,
             base: hdr,
-            len: end - hdr,
+            len,
             size,
             align: req_align,
         })
     };
-    huge_in_use((end - hdr) as isize);
-    stats::large_alloc(end - hdr);
-    p as *mut u8
+    huge_in_use(len as isize);
+    stats::large_alloc(len);
+    (hdr + OS_PAGE) as *mut u8
 }
 
 /// Hands out the cached mapping `[base, base + len)` for a huge object of `size` bytes (asked at
@@ -383,24 +377,12 @@ pub(crate) unsafe fn remap_huge_aligned(p: *mut u8, new: usize, align: usize) ->
         .checked_next_multiple_of(OS_PAGE)?
         .checked_add(OS_PAGE)?;
     // The reservation: `new_len` bytes whose second page is a multiple of `align`.
-    let total = new_len.checked_add(align)?;
-    if total > isize::MAX as usize {
+    if new_len > isize::MAX as usize - align {
         return None;
     }
-    let base = os::map(total)?.as_ptr() as usize;
-    let hdr = (base + OS_PAGE).next_multiple_of(align) - OS_PAGE;
-    let end = hdr + new_len;
-    // SAFETY: the slop on both sides of [hdr, end) is part of the mapping just made, unused.
-    unsafe {
-        if hdr > base {
-            os::unmap(base as *mut u8, hdr - base);
-        }
-        if base + total > end {
-            os::unmap(end as *mut u8, base + total - end);
-        }
-    }
-    // SAFETY: [h.base, h.base + h.len) is this object's whole mapping, and [hdr, end) our
-    // reservation, which MREMAP_FIXED replaces; the result is checked for MAP_FAILED.
+    let hdr = os::map_placed(new_len, align, OS_PAGE, false)?.as_ptr() as usize;
+    // SAFETY: [h.base, h.base + h.len) is this object's whole mapping, and
+    // [hdr, hdr + new_len) our reservation, which MREMAP_FIXED replaces; the result is checked for MAP_FAILED.
     let m = unsafe {
         libc::mremap(
             h.base as *mut libc::c_void,
@@ -411,8 +393,8 @@ pub(crate) unsafe fn remap_huge_aligned(p: *mut u8, new: usize, align: usize) ->
         )
     };
     if m == libc::MAP_FAILED {
-        // SAFETY: the reservation is still ours and holds nothing.
-        unsafe { os::unmap(hdr as *mut u8, new_len) };
+        // SAFETY: the reservation is a whole mapping of ours and holds nothing.
+        unsafe { os::release(hdr as *mut u8, new_len) };
         return None;
     }
     debug_assert_eq!(m as usize, hdr);
