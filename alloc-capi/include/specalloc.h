@@ -50,6 +50,12 @@ int specalloc_stats_print(int fd);
  * pages, the cache of freed huge mappings. Returns the bytes returned to the OS. */
 size_t specalloc_collect(void);
 
+/* Turns the background purge on (a thread that gives free pages back on time, every
+ * `interval_ms` milliseconds, rather than only when the program uses the page heap) or off (0).
+ * Also set by the environment variable SPECALLOC_BACKGROUND_PURGE_MS. Returns 0, or the error
+ * number of the failed pthread_create (the purge then stays off). */
+int specalloc_background_purge(uint64_t interval_ms);
+
 #ifdef __cplusplus
 }
 #endif

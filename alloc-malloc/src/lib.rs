@@ -17,8 +17,8 @@
 //! version.
 //! C++'s `operator new` and `delete` (plain, sized, aligned) reach it through libstdc++, which
 //! forwards them to `malloc`, `aligned_alloc` and `free`. `include/specalloc.h` declares what
-//! C code can call beyond that: [`specalloc_stats`], [`specalloc_stats_print`] and
-//! [`specalloc_collect`].
+//! C code can call beyond that: [`specalloc_stats`], [`specalloc_stats_print`],
+//! [`specalloc_collect`] and [`specalloc_background_purge`].
 //!
 //! and the facade's `override` feature, which links these functions into a Rust binary that
 //! calls `specalloc::install!()`: the C code linked into the binary, and the C library's own
@@ -457,12 +457,24 @@ extern "C" fn report_at_exit() {
     }
 }
 
+/// Turns the background purge on, every `interval_ms` milliseconds, or off (0): see
+/// `specalloc_runtime::set_background_purge`. Returns 0, or the error number of the failed
+/// `pthread_create` (the purge then stays off).
+#[no_mangle]
+pub extern "C" fn specalloc_background_purge(interval_ms: u64) -> c_int {
+    let interval = (interval_ms > 0).then(|| std::time::Duration::from_millis(interval_ms));
+    match specalloc_runtime::set_background_purge(interval) {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(libc::EAGAIN),
+    }
+}
+
 /// Every exported function, referenced from one static: the facade's `install!` (with the
 /// `override` feature) references this, so that the linker keeps the functions in a Rust
 /// binary (an rlib's object is linked only when something refers to it).
 #[doc(hidden)]
 pub struct Keep {
-    _fns: [*const (); 24],
+    _fns: [*const (); 25],
 }
 
 // SAFETY: the pointers are never dereferenced or called through this value.
@@ -497,5 +509,6 @@ pub static KEEP: Keep = Keep {
         specalloc_stats as *const (),
         specalloc_stats_print as *const (),
         specalloc_collect as *const (),
+        specalloc_background_purge as *const (),
     ],
 };

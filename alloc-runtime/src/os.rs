@@ -314,6 +314,45 @@ pub(crate) fn thread_key_set(key: ThreadKey, value: *mut libc::c_void) {
     unsafe { libc::pthread_setspecific(key, value) };
 }
 
+/// Starts a detached thread running `f`, with a small stack (it must not allocate, recurse
+/// deeply or unwind). `Err(errno)` when the system refuses the thread.
+pub(crate) fn spawn_detached(
+    f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+) -> Result<(), libc::c_int> {
+    // SAFETY: `attr` is initialised by pthread_attr_init before any other use and destroyed
+    // once; `thread` is a valid out-pointer; `f` has the start routine's signature and takes
+    // no argument (null).
+    unsafe {
+        let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+        let r = libc::pthread_attr_init(&mut attr);
+        if r != 0 {
+            return Err(r);
+        }
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        libc::pthread_attr_setstacksize(&mut attr, 64 << 10);
+        let mut thread: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut thread, &attr, f, core::ptr::null_mut());
+        libc::pthread_attr_destroy(&mut attr);
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(r)
+        }
+    }
+}
+
+/// Sleeps `ms` milliseconds (resuming after a signal until the time is up), without
+/// allocating.
+pub(crate) fn sleep_ms(ms: u64) {
+    let mut ts = libc::timespec {
+        tv_sec: (ms / 1000).min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: (ms % 1000 * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: both pointers are to the same valid timespec; nanosleep writes the time left
+    // into it when interrupted.
+    while unsafe { libc::nanosleep(&ts, &mut ts) } != 0 {}
+}
+
 /// Registers `fork` handlers: `prepare` in the parent before the fork, `parent` and `child`
 /// after it, in the parent and in the child.
 pub(crate) fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {

@@ -20,10 +20,12 @@
 //!
 //! So a program that builds and drops a large structure and builds it again reuses the same
 //! resident pages (no fault, no system call), and a program whose heap shrank for good gives the
-//! memory back within one or two decommit periods of page-heap activity. There is no background
-//! thread: the clock is read on the page heap's own operations (a span or a medium object taken
+//! memory back within one or two decommit periods of page-heap activity. By default there is no
+//! background thread: the clock is read on the page heap's own operations (a span or a medium object taken
 //! or given back), so a program that stops allocating keeps its free pages until it allocates
-//! again or calls `collect()`, which returns them all at once.
+//! again or calls `collect()`, which returns them all at once, unless the background purge is
+//! on (`purge.rs`: opt-in, `SPECALLOC_BACKGROUND_PURGE_MS` or `set_background_purge`), whose
+//! thread reads the clock on time.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

@@ -438,6 +438,14 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     ph.publish();
 }
 
+/// Runs the page-return policy's clock as a page-heap operation would (the background purge,
+/// see `purge.rs`): due ticks advise or return free pages, and the recent-peak window moves on.
+pub(crate) fn run_clock() {
+    let mut ph = PAGE_HEAP.lock();
+    maintain(&mut ph);
+    ph.publish();
+}
+
 /// Page-heap totals: (chunks, free pages).
 pub(crate) fn page_heap_totals() -> (usize, usize) {
     let ph = PAGE_HEAP.lock();

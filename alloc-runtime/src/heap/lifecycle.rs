@@ -293,6 +293,7 @@ extern "C" fn fork_child() {
     release_fork_locks();
     remote::fork_child();
     forget_other_threads();
+    crate::purge::fork_child();
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.

@@ -162,8 +162,9 @@ pub(super) fn cache_put(base: usize, len: usize) {
     }
 }
 
-/// Trims the cache to its bound (after in-use bytes dropped).
-pub(super) fn cache_trim() {
+/// Trims the cache to its bound (after in-use bytes dropped, or on the background purge's
+/// clock: the recent-peak window moves on when due).
+pub(crate) fn cache_trim() {
     if CACHE_BYTES.load(Ordering::Relaxed) == 0 {
         return;
     }

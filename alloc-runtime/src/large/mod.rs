@@ -28,8 +28,8 @@ use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
 
 mod cache;
 
-use cache::{cache_has, cache_put, cache_take, cache_take_where, cache_trim, note_peak};
-pub(crate) use cache::{release_cache, set_cache_percent, CACHE_BYTES, CACHE_LIMIT};
+use cache::{cache_has, cache_put, cache_take, cache_take_where, note_peak};
+pub(crate) use cache::{cache_trim, release_cache, set_cache_percent, CACHE_BYTES, CACHE_LIMIT};
 
 /// Largest object served from the page heap (1 MiB); larger ones are mapped on their own.
 pub(crate) const MEDIUM_MAX: usize = 1 << 20;

@@ -1,0 +1,104 @@
+//! The background purge (opt-in): a thread that runs the page-return policy's clock on time,
+//! not only on the page heap's own operations.
+//!
+//! By default there is no background thread: the page heap reads its clock when a span or a
+//! medium object is taken or given back (see `policy.rs`), so a program that frees a lot and
+//! then only allocates from its threads' caches keeps its free pages resident until it touches
+//! the page heap again or calls `collect()`. With the background purge on, a thread of the
+//! allocator's own wakes every interval and does what a page-heap operation would: pages free
+//! for a purge period are advised (`MADV_FREE`), pages advised for a decommit period go back
+//! (`MADV_DONTNEED`), the recent-peak window moves on, and the cache of freed huge mappings is
+//! trimmed to its bound. Blocks still cached by a thread (its partly used spans) stay that
+//! thread's: they are not the page heap's to give back.
+//!
+//! The thread never allocates (it is made with `pthread_create`, sleeps with `nanosleep` and
+//! only takes the page heap's and the huge cache's locks), so it has no heap and does not count
+//! among [`Stats::threads`](crate::Stats::threads). A forked child gets its own (a thread does
+//! not survive `fork`).
+//!
+//! Turned on by the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
+//! milliseconds; read by a constructor before `main`, so it works for C programs under
+//! `LD_PRELOAD` too), or from code with [`set`] (`set_background_purge`).
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::os;
+
+/// The interval in milliseconds; 0 when off.
+static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
+/// Whether a purge thread is running (it clears this when it stops).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// The interval in force, 0 when off.
+pub(crate) fn interval_ms() -> u64 {
+    INTERVAL_MS.load(Ordering::Acquire)
+}
+
+/// Sets the interval (0 turns the purge off: the thread stops at its next wake) and starts the
+/// thread if none runs. `Err(errno)` when the thread cannot be made (the purge is then off).
+pub(crate) fn set(interval_ms: u64) -> Result<(), i32> {
+    INTERVAL_MS.store(interval_ms, Ordering::Release);
+    if interval_ms == 0 {
+        return Ok(());
+    }
+    ensure_running()
+}
+
+/// Starts the thread unless one runs.
+fn ensure_running() -> Result<(), i32> {
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    os::spawn_detached(run).inspect_err(|_| {
+        RUNNING.store(false, Ordering::Release);
+        INTERVAL_MS.store(0, Ordering::Release);
+    })
+}
+
+/// The purge thread: sleeps an interval, runs the clock, again, until the interval is 0.
+extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
+    loop {
+        let ms = interval_ms();
+        if ms == 0 {
+            RUNNING.store(false, Ordering::Release);
+            // A `set` that came between the load and the store saw the thread running and
+            // started none: go on for it, unless another thread was started since.
+            if interval_ms() == 0 || RUNNING.swap(true, Ordering::AcqRel) {
+                return core::ptr::null_mut();
+            }
+            continue;
+        }
+        os::sleep_ms(ms);
+        if interval_ms() != 0 {
+            tick();
+        }
+    }
+}
+
+/// What a page-heap operation does for the policy's clock, without one.
+fn tick() {
+    crate::chunk::run_clock();
+    crate::large::cache_trim();
+}
+
+/// Reads `SPECALLOC_BACKGROUND_PURGE_MS` and starts the purge when it is set and not 0. A
+/// thread that cannot be made leaves the purge off (the program runs as without the setting).
+extern "C" fn from_env() {
+    if let Some(ms) = os::env_usize(c"SPECALLOC_BACKGROUND_PURGE_MS") {
+        if ms > 0 {
+            let _ = set(ms as u64);
+        }
+    }
+}
+
+/// Runs [`from_env`] before `main` (and, in a shared library, when it is loaded).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static FROM_ENV: extern "C" fn() = from_env;
+
+/// `fork` child handler: the thread did not survive the fork; the child gets its own.
+pub(crate) fn fork_child() {
+    if RUNNING.swap(false, Ordering::AcqRel) && interval_ms() != 0 {
+        let _ = ensure_running();
+    }
+}
