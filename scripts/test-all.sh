@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Every check CI runs (`.ci/run` calls this script; the README's test command is this script):
-# formatting, clippy with warnings as errors, the docs with warnings as errors, the whole
-# workspace's tests, the facade's suite again with the checked mode and the opt-out switch on,
+# formatting, clippy with warnings as errors (and on the shared library's `local-dynamic-tls`
+# build), the docs with warnings as errors, the whole workspace's tests, the facade's suite
+# again with the checked mode and the opt-out switch on,
 # the runtime's JSON stats test under its `serde` feature, and the install mark set by a
 # constructor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The shared library's thread-locals through `thread_local!` (its `local-dynamic-tls` build).
+cargo clippy -p specalloc-capi --features local-dynamic-tls -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --workspace
 cargo test -p specalloc --features checked,no-size-specialized

@@ -12,27 +12,20 @@
 //! at a constant layout once inlined, minus the size-class lookup) and call the routine out of
 //! line only on a miss.
 
-use core::cell::Cell;
 use core::ptr;
 
 use super::fast::{alloc_tiny_in, alloc_wide_in};
-use super::{current_heap, empty_heap, lifecycle, slow, Heap, EMPTY_HEAP};
-
-thread_local! {
-    /// This thread's heap as seen by the size-specialised routines: the sentinel until the first
-    /// such routine has checked that this allocator is the global allocator.
-    static SPEC_HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
-}
+use super::{current_heap, empty_heap, lifecycle, slow, tls, Heap};
 
 /// This thread's heap for the size-specialised routines (see [`ensure_spec_heap`]).
 #[inline(always)]
 fn spec_heap() -> *mut Heap {
-    SPEC_HEAP.with(|h| h.get())
+    tls::locals().spec_heap.get()
 }
 
 /// Sends this thread's routines back through the check (its heap is being torn down).
 pub(super) fn forget_spec_heap() {
-    SPEC_HEAP.with(|c| c.set(empty_heap()));
+    tls::locals().spec_heap.set(empty_heap());
 }
 
 /// The size-specialised routines' fast path for a class of 8 bytes or more: like
@@ -152,6 +145,6 @@ fn ensure_spec_heap() -> bool {
             None => return false,
         };
     }
-    SPEC_HEAP.with(|c| c.set(heap));
+    tls::locals().spec_heap.set(heap);
     true
 }

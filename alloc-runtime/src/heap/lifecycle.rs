@@ -4,13 +4,12 @@
 //! pools), and put back in the pool. Also the `fork` handlers, and the shared fallback heap that
 //! serves a thread whose heap is already torn down (a destructor that allocates after ours).
 
-use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
 use super::slow::{alloc_from, process_delayed};
-use super::{empty_heap, Heap, HEAP};
+use super::{empty_heap, tls, Heap};
 use crate::lock::SpinLock;
 use crate::os;
 use crate::remote;
@@ -140,15 +139,9 @@ fn forget_other_threads() {
     }
 }
 
-thread_local! {
-    /// This thread's heap has been torn down: it is exiting, and what still allocates is a
-    /// destructor that runs after ours.
-    static EXITED: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Whether this thread's heap has been torn down (see [`alloc_after_exit`]).
 pub(super) fn exited() -> bool {
-    EXITED.with(|e| e.get())
+    tls::locals().exited.get()
 }
 
 /// Gives this thread a heap and registers its exit hook.
@@ -158,7 +151,7 @@ pub(super) fn init_heap() -> Option<*mut Heap> {
     let h = new_heap(this_thread())?;
     // SAFETY: `h` is a live heap nobody else uses.
     unsafe { (*h).active.store(true, Ordering::Relaxed) };
-    HEAP.with(|c| c.set(h));
+    tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
     Some(h)
@@ -306,12 +299,11 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     if h.is_null() {
         return;
     }
-    EXITED.with(|e| e.set(true));
-    HEAP.with(|c| {
-        if c.get() == h {
-            c.set(empty_heap());
-        }
-    });
+    let locals = tls::locals();
+    locals.exited.set(true);
+    if locals.heap.get() == h {
+        locals.heap.set(empty_heap());
+    }
     super::gate::forget_spec_heap();
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };

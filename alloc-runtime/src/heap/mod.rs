@@ -50,6 +50,7 @@ mod gate;
 mod lifecycle;
 mod list;
 mod slow;
+mod tls;
 
 pub(crate) use central::central_lens;
 pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
@@ -153,15 +154,10 @@ fn empty_heap() -> *mut Heap {
     &EMPTY_HEAP.0 as *const Heap as *mut Heap
 }
 
-thread_local! {
-    /// This thread's heap; the sentinel until the first slow-path allocation.
-    static HEAP: Cell<*mut Heap> = const { Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap) };
-}
-
 /// This thread's heap (the sentinel if it has none).
 #[inline(always)]
 fn current_heap() -> *mut Heap {
-    HEAP.with(|h| h.get())
+    tls::locals().heap.get()
 }
 
 /// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.

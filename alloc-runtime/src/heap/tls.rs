@@ -1,0 +1,130 @@
+//! The thread heap's thread-locals, at the cost of the initial-exec TLS model.
+//!
+//! Every allocation and free reads this thread's heap. Stable Rust compiles `thread_local!` in a
+//! shared library (`libspecalloc.so`, a cdylib) with the general-dynamic model: every read calls
+//! `__tls_get_addr`. Every peer allocator uses the initial-exec model instead (one load from the
+//! GOT, added to the thread pointer). Stable Rust has no switch for it, so with the
+//! `initial-exec-tls` feature (on in the builds of `libspecalloc.so` and `libspecalloc.a`), on
+//! x86_64 Linux, the thread-locals are one block, [`ThreadLocals`], defined in assembly
+//! (`.tdata`, a hidden symbol) and read with inline assembly through its `@GOTTPOFF` GOT entry
+//! added to `fs:0`. A Rust executable keeps `thread_local!`: compiled into the executable, it
+//! is read at a constant offset from `fs` (local-exec), one instruction where the assembly's
+//! sequence, even relaxed by the linker, takes three.
+//!
+//! The price, as for every peer: a shared library that uses initial-exec TLS and is loaded with
+//! `dlopen` (not preloaded and not linked at start) must fit glibc's static TLS surplus (about
+//! 1.6 KiB shared by all such libraries; this block is 24 bytes), or `dlopen` fails with "cannot
+//! allocate memory in static TLS block". The `local-dynamic-tls` feature (as mimalloc's
+//! `local_dynamic_tls`) keeps `thread_local!` for programs that must `dlopen` the library late;
+//! other targets (aarch64 among them, until it is verified here) use `thread_local!` always.
+
+use core::cell::Cell;
+
+use super::{Heap, EMPTY_HEAP};
+
+/// This thread's allocator state.
+#[repr(C)]
+pub(super) struct ThreadLocals {
+    /// This thread's heap; the sentinel until the first slow-path allocation.
+    pub(super) heap: Cell<*mut Heap>,
+    /// This thread's heap as seen by the size-specialised routines (see `gate.rs`): the
+    /// sentinel until the first such routine has checked that this allocator is the global
+    /// allocator.
+    pub(super) spec_heap: Cell<*mut Heap>,
+    /// This thread's heap has been torn down: it is exiting, and what still allocates is a
+    /// destructor that runs after ours.
+    pub(super) exited: Cell<bool>,
+}
+
+#[cfg(all(
+    target_os = "linux",
+    target_arch = "x86_64",
+    feature = "initial-exec-tls",
+    not(feature = "local-dynamic-tls")
+))]
+mod imp {
+    use super::{ThreadLocals, EMPTY_HEAP};
+
+    // The layout the assembly below writes: two pointers, then the flag.
+    const _: () = {
+        assert!(core::mem::offset_of!(ThreadLocals, heap) == 0);
+        assert!(core::mem::offset_of!(ThreadLocals, spec_heap) == 8);
+        assert!(core::mem::offset_of!(ThreadLocals, exited) == 16);
+        assert!(core::mem::size_of::<ThreadLocals>() == 24);
+        assert!(core::mem::align_of::<ThreadLocals>() == 8);
+    };
+
+    // The block's initial image: both heaps the sentinel, not exited. Hidden, so that each
+    // linked image (an executable, a shared library with its own copy of the runtime) has its
+    // own, and no other image can interpose it.
+    core::arch::global_asm!(
+        ".pushsection .tdata.__specalloc_thread_locals,\"awT\",@progbits",
+        ".p2align 3",
+        ".globl __specalloc_thread_locals",
+        ".hidden __specalloc_thread_locals",
+        ".type __specalloc_thread_locals,@object",
+        ".size __specalloc_thread_locals,24",
+        "__specalloc_thread_locals:",
+        ".quad {empty}",
+        ".quad {empty}",
+        ".quad 0",
+        ".popsection",
+        empty = sym EMPTY_HEAP,
+    );
+
+    /// This thread's block: the thread pointer (`fs:0`) plus the block's offset from the GOT.
+    #[inline(always)]
+    pub(in crate::heap) fn locals() -> &'static ThreadLocals {
+        let p: usize;
+        // SAFETY: `fs:0` holds the thread pointer on x86_64 Linux, and the GOT entry the linker
+        // made for the symbol holds the block's offset from it (R_X86_64_TPOFF64); the sum is
+        // this thread's copy of the block, which lives as long as the thread. The asm only
+        // reads (the thread pointer and the GOT entry, neither of which changes while this
+        // thread runs: `pure` lets the compiler reuse the result).
+        unsafe {
+            core::arch::asm!(
+                "mov {p}, qword ptr fs:[0]",
+                "add {p}, qword ptr [rip + __specalloc_thread_locals@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack),
+            );
+            // SAFETY: see above; the block holds a valid `ThreadLocals` from the thread's start
+            // (its initial image), and `Cell`s are `!Sync`, so the reference cannot leave the
+            // thread.
+            &*(p as *const ThreadLocals)
+        }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    target_arch = "x86_64",
+    feature = "initial-exec-tls",
+    not(feature = "local-dynamic-tls")
+)))]
+mod imp {
+    use core::cell::Cell;
+
+    use super::{Heap, ThreadLocals, EMPTY_HEAP};
+
+    thread_local! {
+        static LOCALS: ThreadLocals = const {
+            ThreadLocals {
+                heap: Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap),
+                spec_heap: Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap),
+                exited: Cell::new(false),
+            }
+        };
+    }
+
+    /// This thread's block.
+    #[inline(always)]
+    pub(in crate::heap) fn locals() -> &'static ThreadLocals {
+        // SAFETY: the thread-local has no destructor (its fields are `Cell`s of plain values),
+        // so it lives as long as the thread; `Cell`s are `!Sync`, so the reference cannot leave
+        // the thread.
+        LOCALS.with(|l| unsafe { &*(l as *const ThreadLocals) })
+    }
+}
+
+pub(super) use imp::locals;
