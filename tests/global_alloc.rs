@@ -569,8 +569,9 @@ fn zero_sized_and_impossible_requests() {
             }
         }
     }
-    // Over-aligned zero-sized layouts take the huge path; each gets a page of its own mapping, so
-    // its address is never the start of a neighbouring chunk (which checked mode would flag).
+    // Over-aligned zero-sized layouts: each gets a page of its own (a page run at 64 KiB, a
+    // mapping at 4 MiB), so its address is never the start of a neighbouring block or chunk
+    // (which checked mode would flag).
     let zero_huge: &[usize] = &[64 * KIB, 4 * MIB];
     for &align in zero_huge {
         let l = layout(0, align);

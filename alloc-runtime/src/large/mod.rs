@@ -73,7 +73,8 @@ pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
 
 /// A medium object: a page run of its own, starting at a multiple of `align`.
 fn alloc_medium(size: usize, align: usize, zero: bool) -> *mut u8 {
-    let npages = size.div_ceil(PAGE_SIZE);
+    // At least a page, so that even a zero-sized object has a run of its own.
+    let npages = size.div_ceil(PAGE_SIZE).max(1);
     let align_pages = align.div_ceil(PAGE_SIZE);
     let Some(run) = chunk::alloc_pages(npages, align_pages, release_cache) else {
         return ptr::null_mut();
