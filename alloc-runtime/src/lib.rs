@@ -423,6 +423,7 @@ pub fn set_large_cache_percent(percent: usize) {
 }
 
 pub use policy::PagePolicy;
+pub use purge::{background_purge, set_background_purge};
 
 /// The page-return policy in force: how long free pages stay resident before they are advised
 /// with `MADV_FREE` and then returned with `MADV_DONTNEED`, and whether chunks of a large heap
@@ -455,50 +456,6 @@ pub fn page_policy() -> PagePolicy {
 /// ```
 pub fn set_page_policy(policy: PagePolicy) {
     policy::set_policy(policy);
-}
-
-/// Turns the background purge on, with a thread that runs the page-return policy's clock every
-/// `interval` (`Some`), or off (`None`; the thread stops at its next wake).
-///
-/// Without it (the default) there is no background thread: free pages are advised and returned
-/// on the page heap's own operations (a span or a medium object taken or given back), so a
-/// program that frees much memory and then allocates only from its threads' caches, or sleeps,
-/// keeps those pages resident until it uses the page heap again or calls [`collect()`]. With it,
-/// they go back on time: advised after the purge delay, returned after the decommit delay (see
-/// [`PagePolicy`]), and the cache of freed huge mappings is trimmed as its recent-peak window
-/// moves on. Blocks cached in a thread's own spans stay that thread's.
-///
-/// Also settable with the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
-/// milliseconds, read before `main`; C programs under `LD_PRELOAD` included). The thread does
-/// not allocate and does not survive `fork` (a forked child starts its own).
-///
-/// An error is the system's refusal to make the thread (the purge then stays off).
-///
-/// ```
-/// use std::time::Duration;
-/// specalloc_runtime::set_background_purge(Some(Duration::from_millis(50))).unwrap();
-/// assert_eq!(specalloc_runtime::background_purge(), Some(Duration::from_millis(50)));
-/// specalloc_runtime::set_background_purge(None).unwrap();
-/// assert_eq!(specalloc_runtime::background_purge(), None);
-/// ```
-pub fn set_background_purge(interval: Option<std::time::Duration>) -> std::io::Result<()> {
-    // A zero interval would spin: a millisecond at the least.
-    let ms = interval.map_or(0, |d| (d.as_millis().min(u64::MAX as u128) as u64).max(1));
-    purge::set(ms).map_err(std::io::Error::from_raw_os_error)
-}
-
-/// The background purge's interval, `None` when it is off (see [`set_background_purge`]).
-///
-/// ```
-/// if std::env::var_os("SPECALLOC_BACKGROUND_PURGE_MS").is_none() {
-///     assert_eq!(specalloc_runtime::background_purge(), None);
-/// }
-/// ```
-pub fn background_purge() -> Option<std::time::Duration> {
-    match purge::interval_ms() {
-        0 => None,
-        ms => Some(std::time::Duration::from_millis(ms)),
-    }
 }
 
 /// What [`collect()`] gave back, in bytes.

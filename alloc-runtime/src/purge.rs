@@ -18,7 +18,7 @@
 //!
 //! Turned on by the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
 //! milliseconds; read by a constructor before `main`, so it works for C programs under
-//! `LD_PRELOAD` too), or from code with [`set`] (`set_background_purge`).
+//! `LD_PRELOAD` too), or from code with [`set_background_purge`].
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -79,6 +79,50 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
 fn tick() {
     crate::chunk::run_clock();
     crate::large::cache_trim();
+}
+
+/// Turns the background purge on, with a thread that runs the page-return policy's clock every
+/// `interval` (`Some`), or off (`None`; the thread stops at its next wake).
+///
+/// Without it (the default) there is no background thread: free pages are advised and returned
+/// on the page heap's own operations (a span or a medium object taken or given back), so a
+/// program that frees much memory and then allocates only from its threads' caches, or sleeps,
+/// keeps those pages resident until it uses the page heap again or calls [`collect()`](crate::collect()). With it,
+/// they go back on time: advised after the purge delay, returned after the decommit delay (see
+/// [`PagePolicy`](crate::PagePolicy)), and the cache of freed huge mappings is trimmed as its recent-peak window
+/// moves on. Blocks cached in a thread's own spans stay that thread's.
+///
+/// Also settable with the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
+/// milliseconds, read before `main`; C programs under `LD_PRELOAD` included). The thread does
+/// not allocate and does not survive `fork` (a forked child starts its own).
+///
+/// An error is the system's refusal to make the thread (the purge then stays off).
+///
+/// ```
+/// use std::time::Duration;
+/// specalloc_runtime::set_background_purge(Some(Duration::from_millis(50))).unwrap();
+/// assert_eq!(specalloc_runtime::background_purge(), Some(Duration::from_millis(50)));
+/// specalloc_runtime::set_background_purge(None).unwrap();
+/// assert_eq!(specalloc_runtime::background_purge(), None);
+/// ```
+pub fn set_background_purge(interval: Option<std::time::Duration>) -> std::io::Result<()> {
+    // A zero interval would spin: a millisecond at the least.
+    let ms = interval.map_or(0, |d| (d.as_millis().min(u64::MAX as u128) as u64).max(1));
+    set(ms).map_err(std::io::Error::from_raw_os_error)
+}
+
+/// The background purge's interval, `None` when it is off (see [`set_background_purge`]).
+///
+/// ```
+/// if std::env::var_os("SPECALLOC_BACKGROUND_PURGE_MS").is_none() {
+///     assert_eq!(specalloc_runtime::background_purge(), None);
+/// }
+/// ```
+pub fn background_purge() -> Option<std::time::Duration> {
+    match interval_ms() {
+        0 => None,
+        ms => Some(std::time::Duration::from_millis(ms)),
+    }
 }
 
 /// Reads `SPECALLOC_BACKGROUND_PURGE_MS` and starts the purge when it is set and not 0. A

@@ -10,10 +10,11 @@ use crate::span::SPAN_CLASSES;
 /// Spans in use per class.
 pub(crate) static SPANS: [AtomicUsize; SPAN_CLASSES] =
     [const { AtomicUsize::new(0) }; SPAN_CLASSES];
-/// Frees by threads that have no heap (per class).
+/// Frees by threads whose heap is torn down or could not be made (per class); a thread that frees
+/// before it allocates gets a heap for its counters (see `heap::slow::counting_heap`).
 pub(crate) static ORPHAN_FREES: [AtomicU64; SPAN_CLASSES] =
     [const { AtomicU64::new(0) }; SPAN_CLASSES];
-/// Remote frees by threads that have no heap.
+/// Remote frees by threads whose heap is torn down or could not be made.
 pub(crate) static ORPHAN_REMOTE: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_ALLOCS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_FREES: AtomicU64 = AtomicU64::new(0);

@@ -7,25 +7,20 @@
 //! The measuring test runs in a process of its own (this binary again, with one test
 //! selected), so that no other test thread allocates while it measures.
 
+mod common;
+
 use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use specalloc_runtime::{background_purge, set_background_purge, stats};
 
+use common::rss;
+
 #[global_allocator]
 static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 const MIB: usize = 1 << 20;
-
-/// Resident bytes of this process, from `/proc/self/statm`.
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    pages * page
-}
 
 /// Small allocations from the thread's cache for `dur` (no page-heap operation).
 fn idle_small(dur: Duration) {

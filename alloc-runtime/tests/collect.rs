@@ -4,23 +4,18 @@
 //!
 //! One test in this file, so no other test thread allocates while it measures.
 
+mod common;
+
 use std::hint::black_box;
 
 use specalloc_runtime::{collect, stats};
+
+use common::rss;
 
 #[global_allocator]
 static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
 
 const MIB: usize = 1 << 20;
-
-/// Resident bytes of this process, from `/proc/self/statm`.
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    pages * page
-}
 
 /// Writes every byte of `v`'s capacity so its pages are resident.
 fn touch(v: &mut Vec<u8>) {

@@ -23,13 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                     \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 /* VmSize of this process, in KiB. */
 static long vm_size_kib(void) {

@@ -32,13 +32,7 @@ extern void cfree(void *) __attribute__((weak));
 extern void free_sized(void *, size_t) __attribute__((weak));
 extern void free_aligned_sized(void *, size_t, size_t) __attribute__((weak));
 
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                     \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 static struct specalloc_stats stats(void) {
     struct specalloc_stats s;

@@ -12,13 +12,7 @@
 
 #pragma weak specalloc_stats
 
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                     \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 typedef char *(*make_fn)(int);
 static make_fn make;

@@ -20,13 +20,8 @@
 
 #pragma weak specalloc_stats
 
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                     \
-            _exit(1);                                                                         \
-        }                                                                                     \
-    } while (0)
+#define CHECK_EXIT _exit
+#include "check.h"
 
 #define SLOTS 2048
 #define WORKERS 3

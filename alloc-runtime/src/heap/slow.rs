@@ -412,10 +412,16 @@ unsafe fn free_other(heap: *mut Heap, span: &Span, class: usize, p: *mut u8) {
     count_remote(heap, class);
 }
 
-/// Counts a free into a span `heap` does not own (`heap` may be the sentinel).
+/// Counts a free into a span `heap` does not own (`heap` may be the sentinel), in this
+/// thread's own counters: no line that other freeing threads write.
 #[inline(always)]
 fn count_remote(heap: *mut Heap, class: usize) {
-    if heap != empty_heap() {
+    let heap = if heap != empty_heap() {
+        heap
+    } else {
+        counting_heap()
+    };
+    if !heap.is_null() {
         // SAFETY: `heap` is this thread's live heap.
         let h = unsafe { &*heap };
         inc(&h.remote_frees);
@@ -425,6 +431,20 @@ fn count_remote(heap: *mut Heap, class: usize) {
         stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
         stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// A heap for a thread that frees before it ever allocated (a consumer that only frees what
+/// others made): made on its first free, so that its frees are counted in counters of its own
+/// rather than in the shared ones every such thread would write. Null for a thread whose heap
+/// is already torn down (a destructor running after ours), or when no heap can be made: those
+/// rare frees are counted in the shared counters.
+#[cold]
+#[inline(never)]
+fn counting_heap() -> *mut Heap {
+    if lifecycle::exited() {
+        return ptr::null_mut();
+    }
+    lifecycle::init_heap().unwrap_or(ptr::null_mut())
 }
 
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
