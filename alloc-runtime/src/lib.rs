@@ -528,7 +528,7 @@ fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
     } else if let Route::Small(class) = route(size, align) {
         Kind::Small(class)
     } else if large::is_medium(size, align) {
-        Kind::Medium(size.div_ceil(PAGE_SIZE))
+        Kind::Medium(large::medium_pages(size))
     } else {
         checked::check_huge(
             ptr,

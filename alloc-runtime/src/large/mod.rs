@@ -42,6 +42,13 @@ pub(crate) fn is_medium(size: usize, align: usize) -> bool {
 
 const _: () = assert!(MEDIUM_MAX == chunk::MAX_ALIGN_PAGES * PAGE_SIZE);
 
+/// Pages of a medium object of `size` bytes: at least one, so that even a zero-sized object
+/// (at an alignment above the small classes') has a run of its own.
+#[inline]
+pub(crate) fn medium_pages(size: usize) -> usize {
+    size.div_ceil(PAGE_SIZE).max(1)
+}
+
 /// Magic of a live huge object's header.
 const HUGE_LIVE: usize = 0x5350_4543_4855_4745; // "SPECHUGE"
 /// Magic of a freed huge object's header (kept in the cache).
@@ -73,8 +80,7 @@ pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
 
 /// A medium object: a page run of its own, starting at a multiple of `align`.
 fn alloc_medium(size: usize, align: usize, zero: bool) -> *mut u8 {
-    // At least a page, so that even a zero-sized object has a run of its own.
-    let npages = size.div_ceil(PAGE_SIZE).max(1);
+    let npages = medium_pages(size);
     let align_pages = align.div_ceil(PAGE_SIZE);
     let Some(run) = chunk::alloc_pages(npages, align_pages, release_cache) else {
         return ptr::null_mut();
@@ -266,7 +272,7 @@ pub(crate) unsafe fn realloc_large(
     let old_medium = is_medium(old, align);
     let new_medium = is_medium(new, align);
     if old_medium && new_medium {
-        if old.div_ceil(PAGE_SIZE) == new.div_ceil(PAGE_SIZE) {
+        if medium_pages(old) == medium_pages(new) {
             // SAFETY: a medium object is a page run of its own.
             unsafe { (*span_of(p)).large_size.set(new) };
             return Some(p);
