@@ -1,8 +1,13 @@
-//! A small spin lock for the allocator's shared structures.
+//! The lock of the allocator's shared structures: spins briefly, then sleeps.
 //!
 //! The allocator cannot use a lock that allocates, and its critical sections are a few dozen
-//! instructions, so a test-and-test-and-set lock that yields the CPU after a short spin is enough.
-//! It never allocates and is const-constructible, so it can live in a `static`.
+//! instructions, so a waiter first spins a little (the holder is usually about to release). Past
+//! that it sleeps on a futex until the holder wakes it, rather than spinning or yielding: with
+//! more threads than cores (thread pools, servers) the holder may be descheduled, and a waiter
+//! that kept the CPU busy would only delay it. The lock word is 0 (free), 1 (held) or 2 (held,
+//! and a waiter may sleep): the holder's release wakes one sleeper only in state 2, so an
+//! uncontended lock makes no system call. It never allocates and is const-constructible, so it
+//! can live in a `static`.
 //!
 //! # `fork`
 //!
@@ -17,7 +22,7 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 /// The thread (`pthread_self`) that holds every lock for a `fork` in progress, 0 when none does.
 static FORKER: AtomicUsize = AtomicUsize::new(0);
@@ -45,9 +50,19 @@ pub(crate) fn is_forking_thread() -> bool {
     f != 0 && f == this_thread()
 }
 
-/// A spin lock guarding a `T`.
+/// Free.
+const FREE: u32 = 0;
+/// Held, no thread sleeping on it.
+const HELD: u32 = 1;
+/// Held, and a thread may be sleeping on it: the release wakes one.
+const CONTENDED: u32 = 2;
+/// Spins of a waiter before it sleeps.
+const SPINS: u32 = 100;
+
+/// A lock guarding a `T`: spins briefly, then sleeps (see the module docs).
 pub(crate) struct SpinLock<T> {
-    locked: AtomicBool,
+    /// [`FREE`], [`HELD`] or [`CONTENDED`].
+    state: AtomicU32,
     value: UnsafeCell<T>,
 }
 
@@ -61,31 +76,23 @@ impl<T> SpinLock<T> {
     /// A new unlocked lock.
     pub(crate) const fn new(value: T) -> Self {
         SpinLock {
-            locked: AtomicBool::new(false),
+            state: AtomicU32::new(FREE),
             value: UnsafeCell::new(value),
         }
     }
 
-    /// Takes the lock, spinning and then yielding while another thread holds it.
+    /// Takes the lock, spinning and then sleeping while another thread holds it.
     #[inline]
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
-        let owned = self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            || self.lock_contended();
+        let owned = self.try_take() || self.lock_contended();
         SpinGuard { lock: self, owned }
     }
 
     /// Takes the lock without a guard (for `fork`: held across the fork, released in both
     /// processes by [`SpinLock::raw_unlock`]).
     pub(crate) fn raw_lock(&self) {
-        while self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            self.wait_unlocked();
+        if !self.try_take() {
+            self.wait_and_take();
         }
     }
 
@@ -95,7 +102,23 @@ impl<T> SpinLock<T> {
     /// This thread took the lock with `raw_lock` (in a forked child: the parent's thread that
     /// forked, which is the child's only thread).
     pub(crate) unsafe fn raw_unlock(&self) {
-        self.locked.store(false, Ordering::Release);
+        self.release();
+    }
+
+    /// One attempt: free to held.
+    #[inline(always)]
+    fn try_take(&self) -> bool {
+        self.state
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Releases the lock, waking one sleeper if any may sleep.
+    #[inline]
+    fn release(&self) {
+        if self.state.swap(FREE, Ordering::Release) == CONTENDED {
+            futex_wake(&self.state);
+        }
     }
 
     /// Takes the lock after a failed first try: `true` once taken; `false` when this thread
@@ -106,31 +129,54 @@ impl<T> SpinLock<T> {
             // Every lock is held by the fork, for this thread: pass it.
             return false;
         }
-        loop {
-            self.wait_unlocked();
-            if self
-                .locked
-                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return true;
-            }
-        }
+        self.wait_and_take();
+        true
     }
 
-    /// Waits until the lock looks free: spins a little, then yields the CPU.
-    fn wait_unlocked(&self) {
-        let mut spins = 0u32;
-        while self.locked.load(Ordering::Relaxed) {
-            if spins < 64 {
-                core::hint::spin_loop();
-                spins += 1;
-            } else {
-                // sched_yield does not allocate, so it is safe inside the allocator.
-                std::thread::yield_now();
+    /// Spins a little while the lock is held, then sleeps until it is released; takes it.
+    #[cold]
+    fn wait_and_take(&self) {
+        for _ in 0..SPINS {
+            if self.state.load(Ordering::Relaxed) == FREE && self.try_take() {
+                return;
             }
+            core::hint::spin_loop();
+        }
+        // Mark the lock contended whoever holds it, so that its release wakes us; taking it
+        // this way (from free) leaves it marked, which costs the next release one wake-up.
+        while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
+            futex_wait(&self.state, CONTENDED);
         }
     }
+}
+
+/// Sleeps while `word` holds `expected` (or until woken; a spurious return is harmless, the
+/// caller looks again). Does not allocate.
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT on a live, aligned 32-bit atomic of this process, with no timeout; the
+    // kernel only reads the word.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            core::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+/// Wakes one thread sleeping on `word`. Does not allocate.
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned 32-bit atomic of this process.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        )
+    };
 }
 
 /// Access to a locked value; unlocks on drop.
@@ -162,7 +208,7 @@ impl<T> DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         if self.owned {
-            self.lock.locked.store(false, Ordering::Release);
+            self.lock.release();
         }
     }
 }
