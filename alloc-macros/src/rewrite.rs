@@ -48,6 +48,8 @@ struct Callee<'a> {
     span: Span,
     /// The path as the user wrote it (the std function, passed along in the expansion).
     path: TokenStream,
+    /// Whether the type is named by itself (`Box::new`), not through `std::`/`alloc::`.
+    bare: bool,
 }
 
 /// Macros whose arguments are walked (when they parse as comma-separated expressions): they
@@ -85,6 +87,10 @@ pub struct Rewriter<'g> {
     statics: HashSet<String>,
     /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
     local_vec: bool,
+    /// The names among `Box`, `Vec`, `String` and `vec` that an item of an enclosing block or
+    /// module inside the annotated item declares or imports (`use inner::Box;`,
+    /// `struct Vec;`): sites naming them are left alone in that scope.
+    shadowed: Vec<String>,
 }
 
 impl<'g> Rewriter<'g> {
@@ -98,6 +104,7 @@ impl<'g> Rewriter<'g> {
             in_unsafe: 0,
             statics: HashSet::new(),
             local_vec: false,
+            shadowed: Vec::new(),
         }
     }
 
@@ -132,6 +139,27 @@ impl<'g> Rewriter<'g> {
         }
         self.statics = scan.statics;
         self.local_vec = scan.local_vec;
+    }
+
+    /// Whether the callee's type is named bare (`Box::new`) where an item of the annotated
+    /// code shadows that name (`std::boxed::Box::new` is std's wherever it is written).
+    fn is_shadowed(&self, c: &Callee) -> bool {
+        let name = match c.family {
+            Family::Box => "Box",
+            Family::Vec => "Vec",
+            Family::String => "String",
+        };
+        c.bare && self.shadowed.iter().any(|s| s == name)
+    }
+
+    /// Whether a bare `vec!` names a macro that an item of the annotated code imports.
+    fn vec_shadowed(&self, path: &Path) -> bool {
+        path.segments.len() == 1 && self.shadowed.iter().any(|s| s == "vec")
+    }
+
+    /// How many sites were rewritten (0: the item is emitted as written).
+    pub fn rewrites(&self) -> usize {
+        self.rewrites
     }
 
     /// A free function or a method (the caller checked it is not `const`).
@@ -170,7 +198,9 @@ impl<'g> Rewriter<'g> {
         let Some((_, items)) = &mut m.content else {
             return;
         };
-        for item in items {
+        // A module is a new scope: the names of enclosing modules are not in it.
+        let outer = std::mem::replace(&mut self.shadowed, shadows(items.iter()));
+        for item in items.iter_mut() {
             match item {
                 Item::Fn(f) if f.sig.constness.is_none() => self.item_fn(f),
                 Item::Impl(i) => self.item_impl(i),
@@ -179,6 +209,7 @@ impl<'g> Rewriter<'g> {
                 _ => {}
             }
         }
+        self.shadowed = outer;
     }
 
     fn push_generics(&mut self, g: &Generics) -> usize {
@@ -243,6 +274,9 @@ impl<'g> Rewriter<'g> {
     /// The replacement of a call of a recognised associated function, if it is one we rewrite
     /// (its arguments have been walked already).
     fn call(&mut self, c: &Callee, call: &ExprCall) -> Option<TokenStream> {
+        if self.is_shadowed(c) {
+            return None;
+        }
         let args: Vec<&Expr> = call.args.iter().collect();
         let std = c.path.clone();
         let out = match (c.family, c.method.as_str(), args.as_slice()) {
@@ -318,6 +352,9 @@ impl<'g> Rewriter<'g> {
     /// `Box::new` (and `new_uninit`, `new_zeroed`) used as a value.
     fn fn_value(&mut self, p: &ExprPath) -> Option<TokenStream> {
         let c = callee_path(p)?;
+        if self.is_shadowed(&c) {
+            return None;
+        }
         let entry = match (c.family, c.method.as_str()) {
             (Family::Box, "new") => "boxed",
             (Family::Box, "new_uninit") => "uninit",
@@ -333,7 +370,7 @@ impl<'g> Rewriter<'g> {
     /// nothing inside changed).
     fn mac(&mut self, mac: &mut Macro) -> Option<TokenStream> {
         let before = self.rewrites;
-        if is_vec_macro(&mac.path) && !self.local_vec {
+        if is_vec_macro(&mac.path) && !self.local_vec && !self.vec_shadowed(&mac.path) {
             let span = mac.path.span();
             let path = &mac.path;
             let bang = &mac.bang_token;
@@ -345,8 +382,9 @@ impl<'g> Rewriter<'g> {
             };
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
+                    let attributed = has_attrs(&e);
                     self.visit_expr_mut(&mut e);
-                    if let Some(len) = self.const_len(&n) {
+                    if let (false, Some(len)) = (attributed, self.const_len(&n)) {
                         let out = self.gen.vec_from_elem(span, empty, &e, &len);
                         return Some(self.gen.ending_at(out, end));
                     }
@@ -357,8 +395,19 @@ impl<'g> Rewriter<'g> {
                     None
                 }
                 VecArgs::List(mut list) => {
+                    // `vec![1, #[cfg(any())] 2, 3]`: which elements there are is decided by
+                    // the compiler after the macro has run (std's `vec!` puts them in an array,
+                    // where a `cfg`'d-out element vanishes from the length too), so a list with
+                    // an attribute on an element stays std's `vec!`; the elements are walked.
+                    let attributed = list.iter().any(has_attrs);
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
+                    }
+                    if attributed {
+                        if self.rewrites != before {
+                            mac.tokens = list.into_token_stream();
+                        }
+                        return None;
                     }
                     let out = self.gen.vec_from_array(span, empty, &list);
                     Some(self.gen.ending_at(out, end))
@@ -411,6 +460,17 @@ impl VisitMut for Rewriter<'_> {
         let replacement = match e {
             // Already generated (a second pass over the same tokens): left as it is.
             Expr::Call(call) if is_generated(&call.func) => None,
+            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] Vec::with_capacity(N)`: a site with
+            // attributes of its own is left as written, attributes and all, so that they mean
+            // what they mean without the macro (a `cfg`'d-out element of a tuple, an array or a
+            // call vanishes, unevaluated; a lint level covers the code written). Its arguments
+            // are walked.
+            Expr::Call(call) if !call.attrs.is_empty() && callee(&call.func).is_some() => {
+                for arg in call.args.iter_mut() {
+                    self.visit_expr_mut(arg);
+                }
+                None
+            }
             Expr::Call(call) => match callee(&call.func) {
                 Some(c) => {
                     // Walk the arguments only: the callee is the path being rewritten.
@@ -477,10 +537,18 @@ impl VisitMut for Rewriter<'_> {
     }
 
     fn visit_block_mut(&mut self, b: &mut Block) {
+        // The items of a block are in scope in the whole block, before them too.
+        let mark = self.shadowed.len();
+        self.shadowed
+            .extend(shadows(b.stmts.iter().filter_map(|s| match s {
+                Stmt::Item(i) => Some(i),
+                _ => None,
+            })));
         let n = b.stmts.len();
         for (i, s) in b.stmts.iter_mut().enumerate() {
             self.stmt(s, i + 1 == n);
         }
+        self.shadowed.truncate(mark);
     }
 
     fn visit_stmt_mut(&mut self, s: &mut Stmt) {
@@ -585,7 +653,88 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         method: method.ident.to_string(),
         span: path.segments.first()?.ident.span(),
         path: p.to_token_stream(),
+        bare: prefix.is_empty(),
     })
+}
+
+/// The names among `Box`, `Vec`, `String` and `vec` that `items` declare or import (other
+/// than std's own, `use std::boxed::Box;`, `use alloc::vec;`): `use inner::Box;`,
+/// `use inner::Thing as Vec;`, `struct String;`, `type Box<T> = …;`. A glob import
+/// (`use inner::*;`) names nothing the tokens show (see `docs/macros.md`, "Known limits").
+fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
+    const NAMES: [&str; 4] = ["Box", "Vec", "String", "vec"];
+    fn std_path(path: &[String], name: &str, imported: &str) -> bool {
+        let module = match imported {
+            "Box" => "boxed",
+            "Vec" => "vec",
+            "String" => "string",
+            _ => "",
+        };
+        name == imported
+            && match path {
+                [krate] => imported == "vec" && (krate == "std" || krate == "alloc"),
+                [krate, m] => (krate == "std" || krate == "alloc") && m == module,
+                _ => false,
+            }
+    }
+    fn walk(tree: &syn::UseTree, path: &mut Vec<String>, out: &mut Vec<String>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                path.push(p.ident.to_string());
+                walk(&p.tree, path, out);
+                path.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                if NAMES.contains(&name.as_str()) && !std_path(path, &name, &name) {
+                    out.push(name);
+                }
+            }
+            syn::UseTree::Rename(r) => {
+                let (from, to) = (r.ident.to_string(), r.rename.to_string());
+                if NAMES.contains(&to.as_str()) && !std_path(path, &to, &from) {
+                    out.push(to);
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    walk(t, path, out);
+                }
+            }
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let ident = match item {
+            Item::Use(u) => {
+                walk(&u.tree, &mut Vec::new(), &mut out);
+                continue;
+            }
+            Item::Struct(i) => &i.ident,
+            Item::Enum(i) => &i.ident,
+            Item::Union(i) => &i.ident,
+            Item::Type(i) => &i.ident,
+            Item::Trait(i) => &i.ident,
+            Item::Macro(m) => match &m.ident {
+                Some(i) => i,
+                None => continue,
+            },
+            _ => continue,
+        };
+        if NAMES.contains(&ident.to_string().as_str()) {
+            out.push(ident.to_string());
+        }
+    }
+    out
+}
+
+/// Whether an expression starts with an outer attribute (`#[cfg(…)] e`, `#[allow(…)] e`).
+fn has_attrs(e: &Expr) -> bool {
+    matches!(
+        e.to_token_stream().into_iter().next(),
+        Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#'
+    )
 }
 
 /// `e` without the invisible groups a `macro_rules!` wraps around its fragments.
