@@ -201,7 +201,7 @@ pub use specalloc_malloc as __malloc;
 /// | `Box::pin(e)` | `Box::into_pin(boxed(e))` |
 /// | `Box::new` as a value (`.map(Box::new)`) | `boxed` |
 /// | `vec![e; N]` | `vec_from_elem::<_, N>(e)` (`vec_zeroed` for a literal `0`) |
-/// | `vec![a, b, c]` | `vec_list_finish(vec_list_put(…(vec_list::<_, 3>(vec![]), a)…, c))`: allocated first, each element moved in as it comes, as std's `vec!` |
+/// | `vec![a, b, c]` | `vec_list_finish((vec_list_putter())(…(vec_list::<_, 3>(vec![]), a)…, c))`: allocated first, each element moved in as it comes, as std's `vec!` |
 /// | `Vec::with_capacity(N)` | `vec_with_capacity::<_, N>()` (through `Capacity::<N>::vec`) |
 /// | `String::with_capacity(N)` | `string_with_capacity::<N>()` |
 /// | `String::from("…")`, `"…".to_string()`, `"…".to_owned()` | `string_from::<LEN>("…")` |

@@ -7,6 +7,7 @@
 //! std code when the routines do not serve (sizes without a routine, opt-out, or a program
 //! that did not `install!` specalloc).
 
+use core::mem::ManuallyDrop;
 pub use core::mem::MaybeUninit;
 use core::pin::Pin;
 
@@ -254,7 +255,7 @@ pub fn vec_zero<T: Zero, const N: usize>(_empty: Vec<T>, _zero: T) -> Vec<T> {
 }
 
 /// `vec![a, b, c]` as rewritten by `#[specialize]`:
-/// `vec_list_finish(vec_list_put(vec_list_put(vec_list::<_, 2>(vec![]), a), b))`. As std's
+/// `vec_list_finish((vec_list_putter())((vec_list_putter())(vec_list::<_, 2>(vec![]), a), b))`. As std's
 /// `vec!` does, the block is allocated *before* the elements are evaluated (an element that
 /// panics, returns early with `?` or reads an allocation counter sees it), and each element is
 /// moved into the block as it comes, so no array of all of them is built on the stack. On a
@@ -291,15 +292,45 @@ pub fn vec_list<T, const N: usize>(_empty: Vec<T>) -> VecList<T, N> {
     }
 }
 
-/// Moves the next element of `vec![a, b, c]` into the block.
+/// The function that moves the next element of `vec![a, b, c]` into the block, as a pointer:
+/// `(vec_list_putter())(list, x)`, the element the argument of the call. The function behind
+/// the pointer, [`vec_list_put`], takes the element as a `ManuallyDrop<T>` and copies its bytes
+/// into the block from where the caller evaluated it: an unoptimised build then copies a large
+/// element once, from the caller's temporary into the block, as std's `vec!` does (a function
+/// that moved its `T` on, to `ptr::write` or an assignment, would copy it on the stack once
+/// more: `vec![[3u8; 1 << 20]]` runs on a 2 MiB stack). Called through a pointer, not a
+/// function item, a diagnostic on an element (a type error, a use after move) names no
+/// function of specalloc.
 #[inline(always)]
 #[must_use]
-pub fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: T) -> VecList<T, N> {
+pub fn vec_list_putter<T, const N: usize>() -> fn(VecList<T, N>, T) -> VecList<T, N> {
+    let put: fn(VecList<T, N>, ManuallyDrop<T>) -> VecList<T, N> = vec_list_put::<T, N>;
+    // SAFETY: the two function pointer types differ only in the second parameter, `T` against
+    // `ManuallyDrop<T>`, a `#[repr(transparent)]` wrapper of its one field `T`: the types are
+    // ABI-compatible ("ABI compatibility" in the documentation of the `fn` primitive), so
+    // calling `vec_list_put` through the returned pointer passes the `T` as its
+    // `ManuallyDrop<T>`, with the same bytes and the same ownership.
+    unsafe {
+        core::mem::transmute::<
+            fn(VecList<T, N>, ManuallyDrop<T>) -> VecList<T, N>,
+            fn(VecList<T, N>, T) -> VecList<T, N>,
+        >(put)
+    }
+}
+
+/// Moves the next element of `vec![a, b, c]` into the block: its bytes copied into the next
+/// slot, the `ManuallyDrop` forgotten (the block owns the element now).
+#[inline(always)]
+fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: ManuallyDrop<T>) -> VecList<T, N> {
     let len = list.v.len();
     assert!(len < N, "vec_list_put: more than N elements");
-    // SAFETY: `len < N`, within the capacity of exactly `N` (at least `N` for zero-sized `T`).
+    // SAFETY: `len < N`, so the slot `len` is within the block's capacity of exactly `N` (at
+    // least `N` for zero-sized `T`) and holds nothing; `x` is a `T` (`ManuallyDrop<T>` has its
+    // layout), read once, and never dropped here: moved into the block, the first `len + 1`
+    // elements are initialised.
     unsafe {
-        list.v.as_mut_ptr().add(len).write(x);
+        let from = (&x as *const ManuallyDrop<T>).cast::<T>();
+        core::ptr::copy_nonoverlapping(from, list.v.as_mut_ptr().add(len), 1);
         list.v.set_len(len + 1);
     }
     list
@@ -325,6 +356,35 @@ pub fn vec_from_array<T, const N: usize>(_empty: Vec<T>, a: [T; N]) -> Vec<T> {
 #[inline(always)]
 #[must_use]
 pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(_std: F) -> String {
+    spec::string_with_capacity::<N>()
+}
+
+/// Whether a routine serves a block of `N` bytes (a `String` of capacity `N`).
+struct BytesServed<const N: usize>;
+
+impl<const N: usize> BytesServed<N> {
+    const YES: bool = spec::SIZE_SPECIALIZED && spec::routine(N, 1, false).is_some();
+}
+
+/// `String::with_capacity(N)` as rewritten by `#[specialize]`:
+/// `(string_capacity::<N>(String::with_capacity))(N)`. The function to call is chosen from `N`
+/// at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when a routine serves
+/// `N` bytes, std's `String::with_capacity` itself otherwise, called from the user's frame, so
+/// that a capacity too large to allocate aborts (or panics) in std's function called from the
+/// user's, with no frame of specalloc in between.
+#[inline(always)]
+#[must_use]
+pub fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {
+    if BytesServed::<N>::YES {
+        string_capacity_spec::<N>
+    } else {
+        std
+    }
+}
+
+/// `String::with_capacity(N)` through the routine of `N` bytes (the argument is `N`).
+#[inline(always)]
+fn string_capacity_spec<const N: usize>(_n: usize) -> String {
     spec::string_with_capacity::<N>()
 }
 

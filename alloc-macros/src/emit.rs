@@ -197,7 +197,7 @@ impl Gen {
     }
 
     /// `vec![a, b, c]`: the block first (`vec_list`, counted under `report`), then each
-    /// element moved in as it is evaluated (`vec_list_put`), as std's `vec!` does.
+    /// element moved in as it is evaluated (`vec_list_putter`), as std's `vec!` does.
     pub fn vec_from_array(
         &self,
         user: Span,
@@ -209,21 +209,11 @@ impl Gen {
         let n = Literal::usize_unsuffixed(list.len());
         let generics = quote_spanned!(sp=> ::<_, #n>);
         let mut acc = self.call(user, "vec_list", generics, empty, "vec![a, b, ...]");
-        // Each element through a local `put` (see `vec_from_elem`): an element of the wrong type
-        // is noted at the user's `vec!`, not inside specalloc.
+        // Each element the argument of a call through a function pointer (`vec_list_putter`):
+        // written into the block where it is evaluated (no further copy in a debug build), and
+        // a diagnostic on an element names no function of specalloc.
         for e in list {
-            acc = quote_spanned! {sp=>
-                ({
-                    #[inline]
-                    fn put<T, const N: usize>(
-                        list: #root::__private::VecList<T, N>,
-                        elem: T,
-                    ) -> #root::__private::VecList<T, N> {
-                        #root::__private::vec_list_put(list, elem)
-                    }
-                    put
-                })(#acc, #e)
-            };
+            acc = quote_spanned!(sp=> (#root::__private::vec_list_putter())(#acc, #e));
         }
         quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }
@@ -255,13 +245,26 @@ impl Gen {
         quote_spanned!(user=> #root::__private::Capacity::<#n>::vec(#std))
     }
 
-    /// `String::with_capacity(N)`.
+    /// `String::with_capacity(N)`: `(string_capacity::<{ N as usize }>(String::with_capacity))(N)`,
+    /// the function called chosen at compile time, `spec::string_with_capacity::<N>` when a
+    /// routine serves `N` bytes and std's `String::with_capacity` otherwise, called from the
+    /// user's frame with the user's argument: a capacity that aborts or overflows does so in
+    /// std's function called from the user's (a backtrace shows no frame of specalloc), and an
+    /// argument of the wrong type is std's error on it (`as usize` keeps the const argument from
+    /// reporting it a second time; once the argument is a `usize`, the cast is the identity).
     pub fn string_with_capacity(
         &self,
         user: Span,
         std: TokenStream,
         n: &TokenStream,
+        arg: &Expr,
     ) -> TokenStream {
+        if !self.report {
+            let root = self.root(user);
+            return quote_spanned! {user=>
+                (#root::__private::string_capacity::<{ #arg as usize }>(#std))(#arg)
+            };
+        }
         let generics = quote_spanned!(user=> ::<#n, _>);
         self.call(
             user,

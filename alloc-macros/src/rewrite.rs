@@ -296,8 +296,8 @@ impl<'g> Rewriter<'g> {
                 self.gen.vec_with_capacity(c.span, std, &n, end)
             }
             (Family::String, "with_capacity", [n]) => {
-                let n = self.const_len(n)?;
-                self.gen.string_with_capacity(c.span, std, &n)
+                let len = self.const_len(n)?;
+                self.gen.string_with_capacity(c.span, std, &len, n)
             }
             (Family::String, "from", [e]) => {
                 let lit = non_empty(str_lit(e)?)?;
@@ -382,9 +382,9 @@ impl<'g> Rewriter<'g> {
             };
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
-                    let attributed = has_attrs(&e);
+                    let left = has_attrs(&e) || awaits(&e);
                     self.visit_expr_mut(&mut e);
-                    if let (false, Some(len)) = (attributed, self.const_len(&n)) {
+                    if let (false, Some(len)) = (left, self.const_len(&n)) {
                         let out = self.gen.vec_from_elem(span, empty, &e, &len);
                         return Some(self.gen.ending_at(out, end));
                     }
@@ -399,11 +399,14 @@ impl<'g> Rewriter<'g> {
                     // the compiler after the macro has run (std's `vec!` puts them in an array,
                     // where a `cfg`'d-out element vanishes from the length too), so a list with
                     // an attribute on an element stays std's `vec!`; the elements are walked.
-                    let attributed = list.iter().any(has_attrs);
+                    // `vec![f().await, 2]`: left as written, as `Box::new(f().await)` is (the
+                    // block and the elements written so far would be held across the `.await`,
+                    // where std's future holds the elements only).
+                    let left = list.iter().any(|e| has_attrs(e) || awaits(e));
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
                     }
-                    if attributed {
+                    if left {
                         if self.rewrites != before {
                             mac.tokens = list.into_token_stream();
                         }
@@ -473,11 +476,19 @@ impl VisitMut for Rewriter<'_> {
             }
             Expr::Call(call) => match callee(&call.func) {
                 Some(c) => {
+                    let awaited = call.args.iter().any(awaits);
                     // Walk the arguments only: the callee is the path being rewritten.
                     for arg in call.args.iter_mut() {
                         self.visit_expr_mut(arg);
                     }
-                    self.call(&c, call)
+                    if awaited {
+                        // `Box::new(f().await)`: left as written, so that the future holds
+                        // across the `.await` what it holds without the macro (the expansion
+                        // would hold its function pointer too).
+                        None
+                    } else {
+                        self.call(&c, call)
+                    }
                 }
                 None => {
                     visit_mut::visit_expr_call_mut(self, call);
@@ -727,6 +738,33 @@ fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether evaluating `e` may suspend the enclosing `async` body: an `.await` in it, outside
+/// the closures, `async` blocks and items nested in it (in a macro's tokens, any `await`).
+fn awaits(e: &Expr) -> bool {
+    struct Awaits(bool);
+    impl<'ast> Visit<'ast> for Awaits {
+        fn visit_expr_await(&mut self, _: &'ast syn::ExprAwait) {
+            self.0 = true;
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        fn visit_item(&mut self, _: &'ast Item) {}
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            fn any_await(tokens: TokenStream) -> bool {
+                tokens.into_iter().any(|t| match t {
+                    proc_macro2::TokenTree::Ident(i) => i == "await",
+                    proc_macro2::TokenTree::Group(g) => any_await(g.stream()),
+                    _ => false,
+                })
+            }
+            self.0 |= any_await(m.tokens.clone());
+        }
+    }
+    let mut a = Awaits(false);
+    a.visit_expr(e);
+    a.0
 }
 
 /// Whether an expression starts with an outer attribute (`#[cfg(…)] e`, `#[allow(…)] e`).

@@ -320,6 +320,28 @@ snapshot!(
 );
 
 snapshot!(
+    awaiting_sites,
+    specialize(
+        quote!(),
+        quote! {
+            async fn awaiting() {
+                // An operand that awaits: left as written (the future stays std's size).
+                let a = Box::new(one().await);
+                let b = vec![one().await, 2, 3];
+                let c = vec![[0u8; 256], [one().await; 256]];
+                let d = vec![one().await; 4];
+                let e = Box::new(format!("{}", one().await));
+                let f = Box::new(Node { next: Box::new(one().await) });
+                // Awaits only inside a nested async block or closure: rewritten.
+                let g = Box::new(async { one().await });
+                let h = vec![1, 2];
+                let i = Box::pin(async move { Box::new(one().await) });
+            }
+        }
+    )
+);
+
+snapshot!(
     impl_block,
     specialize(
         quote!(),
