@@ -47,7 +47,7 @@ impl<T> Served<T> {
         && spec::routine(core::mem::size_of::<T>(), core::mem::align_of::<T>(), false).is_some();
 }
 
-/// `Box::new` as rewritten by `#[specialize]`: `(boxer(Box::new))(x)`. The function to call
+/// `Box::new` as rewritten by `#[specialize]`: `boxer(Box::new)(x)`. The function to call
 /// is chosen from `T` at compile time: [`spec::boxed`] when a routine serves `T`, std's
 /// `Box::new` itself otherwise, so a large value (a 1 MiB array) is built in place exactly as
 /// without the attribute: in a debug build, passing it through an extra function would copy it
@@ -63,7 +63,7 @@ pub fn boxer<T, F: FnOnce(T) -> Box<T>>(_std: F) -> fn(T) -> Box<T> {
 }
 
 /// `Box::<[T]>::from([a, b, c])` as rewritten by `#[specialize]`:
-/// `(box_slicer(Box::<[T]>::from))([a, b, c])`, std's `From<[T; N]> for Box<[T]>` (which is
+/// `box_slicer(Box::<[T]>::from)([a, b, c])`, std's `From<[T; N]> for Box<[T]>` (which is
 /// `Box::new(array)`, unsized). The function to call is chosen from `[T; N]` at compile time,
 /// as [`boxer`] chooses: [`spec::boxed`] when a routine serves the array, std's own
 /// `<Box<[T]> as From<[T; N]>>::from` otherwise (a large array is moved as without the
@@ -367,7 +367,7 @@ impl<const N: usize> BytesServed<N> {
 }
 
 /// `String::with_capacity(N)` as rewritten by `#[specialize]`:
-/// `(string_capacity::<N>(String::with_capacity))(N)`. The function to call is chosen from `N`
+/// `string_capacity::<N>(String::with_capacity)(N)`. The function to call is chosen from `N`
 /// at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when a routine serves
 /// `N` bytes, std's `String::with_capacity` itself otherwise, called from the user's frame, so
 /// that a capacity too large to allocate aborts (or panics) in std's function called from the

@@ -666,7 +666,7 @@ fn clippy_sees_the_item_as_written() {
     let out = expand::specialize(TokenStream::new(), item.clone()).to_string();
     let rewritten =
         "# [cfg (not (clippy))] # [doc = r\" Documented.\"] # [inline] fn f () -> Box < u8 > \
-                     { (:: specalloc :: __private :: boxer (Box :: new)) (1) }";
+                     { :: specalloc :: __private :: boxer (Box :: new) (1) }";
     assert_eq!(out, format!("# [cfg (clippy)] {item} {rewritten}"));
     let nothing = quote!(
         fn g(n: usize) -> Vec<u8> {
