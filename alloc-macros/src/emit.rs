@@ -83,28 +83,29 @@ impl Gen {
     /// a type no routine serves, `Box::new` itself (no extra stack copy of a large value in a
     /// debug build).
     pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr, what: &str) -> TokenStream {
-        self.chosen(user, "boxer", "boxed", std, arg, what)
+        self.chosen(user, "boxer", std, arg, what)
     }
 
     /// `Box::<[T]>::from([…])`: `box_slicer(Box::<[T]>::from)([…])`, as [`Gen::boxed`].
     pub fn box_slice(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
-        self.chosen(user, "box_slicer", "box_slice", std, arg, "Box::from")
+        self.chosen(user, "box_slicer", std, arg, "Box::from")
     }
 
     /// `chooser(std)(arg)`: the function `chooser` picks at compile time, called on `arg`;
-    /// under `report`, the counted entry point `counted(&SITE, std, arg)`.
+    /// under `report`, the counted chooser's, `({ static SITE; …; chooser(&SITE, std) })(arg)`.
     fn chosen(
         &self,
         user: Span,
         chooser: &str,
-        counted: &str,
         std: TokenStream,
         arg: &Expr,
         what: &str,
     ) -> TokenStream {
         if self.report {
-            let args = quote_spanned!(user=> #std, #arg);
-            return self.call(user, counted, TokenStream::new(), args, what);
+            // `({ static SITE; report::boxer(&SITE, Box::new) })(e)`: counted as the site starts
+            // to run, the argument outside the block, passed straight to the function chosen.
+            let chosen = self.call(user, chooser, TokenStream::new(), std, what);
+            return quote_spanned!(user=> #chosen(#arg));
         }
         let root = self.root(user);
         let chooser = Ident::new(chooser, user);

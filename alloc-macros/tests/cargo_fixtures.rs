@@ -6,7 +6,11 @@
 //!   without `crate = sa` is one error naming the option, on the attribute;
 //!   `#[sa::specialize(crate = sa)]` compiles;
 //! - case 10, a debug build (the tests themselves are optimised): `Box::new([1u8; 1 << 20])` on
-//!   a 2 MiB thread stack works annotated as it does plain.
+//!   a 2 MiB thread stack works annotated as it does plain;
+//! - issue 29, the differential corpus (`tests/differential/corpus.rs`) in a debug build:
+//!   plain, annotated and reported give the same transcript (future sizes, 1 MiB elements on
+//!   a 2 MiB stack), and an abort in `String::with_capacity` shows the user's frame right
+//!   under std's.
 
 use std::path::Path;
 use std::process::Command;
@@ -43,6 +47,14 @@ fn write_fixture() -> std::path::PathBuf {
     )
     .unwrap();
     std::fs::write(dir.join("src/bin/big_box_debug.rs"), big).unwrap();
+    // The facade's differential corpus, included from where it is.
+    let corpus = facade.join("tests/differential").canonicalize().unwrap();
+    let differential = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/differential_debug.rs"),
+    )
+    .unwrap()
+    .replace("CORPUS_DIR", corpus.to_str().unwrap());
+    std::fs::write(dir.join("src/bin/differential_debug.rs"), differential).unwrap();
     // The workspace's lock file, so that the offline check resolves what the workspace uses.
     let lock = facade.join("Cargo.lock");
     if !dir.join("Cargo.lock").exists() {
@@ -53,6 +65,11 @@ fn write_fixture() -> std::path::PathBuf {
 
 /// Runs cargo with `args` in the fixture crate.
 fn cargo(args: &[&str]) -> std::process::Output {
+    cargo_with(args, &[])
+}
+
+/// Runs cargo with `args` in the fixture crate, with the environment variables `env` set.
+fn cargo_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let dir = fixture();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     Command::new(cargo)
@@ -60,6 +77,7 @@ fn cargo(args: &[&str]) -> std::process::Output {
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", dir.join("target"))
         .env_remove("RUSTFLAGS")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -103,4 +121,80 @@ fn large_box_on_a_small_stack_in_a_debug_build() {
         assert!(out.status.success(), "{which}: {stderr}");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{which}");
     }
+}
+
+/// Issue 29: the differential corpus compiled without optimisation, plain, under
+/// `#[specialize]` and under `#[specialize(report)]`: the same transcript (the fixture compares
+/// them line for line, as `tests/differential.rs` does optimised), including the sizes of
+/// futures whose sites await, and `vec![[1u8; 1 << 20]]` and `Box::new([1u8; 1 << 20])` on
+/// 2 MiB thread stacks (a stack overflow aborts the run).
+#[test]
+fn differential_corpus_in_a_debug_build() {
+    let out = cargo(&["run", "--offline", "--quiet", "--bin", "differential_debug"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: usize = stdout
+        .trim()
+        .strip_suffix(" lines, the same in the three")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(lines >= 60, "{stdout}");
+}
+
+/// The frames of a backtrace (`RUST_BACKTRACE=1`), down to the first of the program's own
+/// (`differential_debug::…`), with the corpus module's name (`plain`, `special`) taken out.
+fn frames_to_user(stderr: &str, module: &str) -> Vec<String> {
+    let mut frames = Vec::new();
+    for line in stderr.lines() {
+        let Some((n, name)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        if n.parse::<u32>().is_err() {
+            continue;
+        }
+        frames.push(name.replace(&format!("::{module}::"), "::CORPUS::"));
+        if name.starts_with("differential_debug::") {
+            return frames;
+        }
+    }
+    panic!("no frame of the program in:\n{stderr}");
+}
+
+/// Issue 29: `String::with_capacity(usize::MAX / 2)` (a const length, so rewritten) aborts,
+/// and the backtrace (debug build, `RUST_BACKTRACE=1`) reads as without the attribute: std's
+/// `String::with_capacity`, then the user's function, with no frame of specalloc between.
+#[test]
+fn an_abort_keeps_the_users_frame_on_top() {
+    let mut seen = Vec::new();
+    for module in ["plain", "special"] {
+        let out = cargo_with(
+            &[
+                "run",
+                "--offline",
+                "--quiet",
+                "--bin",
+                "differential_debug",
+                "--",
+                "huge_capacity",
+                module,
+            ],
+            &[("RUST_BACKTRACE", "1")],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{module}: {stderr}");
+        assert!(
+            stderr.contains("memory allocation of 9223372036854775807 bytes failed"),
+            "{module}: {stderr}"
+        );
+        let frames = frames_to_user(&stderr, module);
+        let n = frames.len();
+        assert!(
+            n >= 2 && frames[n - 2] == "alloc::string::String::with_capacity",
+            "{module}: {frames:#?}"
+        );
+        assert_eq!(frames[n - 1], "differential_debug::CORPUS::huge_capacity");
+        seen.push(frames);
+    }
+    assert_eq!(seen[0], seen[1], "plain against annotated");
 }
