@@ -10,7 +10,9 @@
 //! - issue 29, the differential corpus (`tests/differential/corpus.rs`) in a debug build:
 //!   plain, annotated and reported give the same transcript (future sizes, 1 MiB elements on
 //!   a 2 MiB stack), and an abort in `String::with_capacity` shows the user's frame right
-//!   under std's.
+//!   under std's;
+//! - issue 29, the clippy corpus (`tests/clippy/*.rs`): clippy's output on each file is its
+//!   output on the same file without the attributes.
 
 use std::path::Path;
 use std::process::Command;
@@ -55,6 +57,28 @@ fn write_fixture() -> std::path::PathBuf {
     .unwrap()
     .replace("CORPUS_DIR", corpus.to_str().unwrap());
     std::fs::write(dir.join("src/bin/differential_debug.rs"), differential).unwrap();
+    // The clippy corpus, as written and plain (each attribute line replaced by a comment, so
+    // that the lines stay where they are).
+    for entry in
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clippy")).unwrap()
+    {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let source = std::fs::read_to_string(&path).unwrap();
+        let plain: String = source
+            .lines()
+            .map(|l| {
+                if l.trim_start().starts_with("#[sa::specialize") {
+                    "// (plain: the same code without the attribute)"
+                } else {
+                    l
+                }
+            })
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        std::fs::write(dir.join(format!("src/bin/clippy_{name}.rs")), &source).unwrap();
+        std::fs::write(dir.join(format!("src/bin/clippy_{name}_plain.rs")), plain).unwrap();
+    }
     // The workspace's lock file, so that the offline check resolves what the workspace uses.
     let lock = facade.join("Cargo.lock");
     if !dir.join("Cargo.lock").exists() {
@@ -197,4 +221,74 @@ fn an_abort_keeps_the_users_frame_on_top() {
         seen.push(frames);
     }
     assert_eq!(seen[0], seen[1], "plain against annotated");
+}
+
+/// clippy's diagnostics (`--message-format=short`) on the fixture's binary `bin`: default,
+/// pedantic and nursery lints, and `str_to_string`, with `bin`'s file name replaced by `FILE`.
+fn clippy(bin: &str) -> Vec<String> {
+    let out = cargo(&[
+        "clippy",
+        "--offline",
+        "--quiet",
+        "--message-format=short",
+        "--bin",
+        bin,
+        "--",
+        "-W",
+        "clippy::pedantic",
+        "-W",
+        "clippy::nursery",
+        "-W",
+        "clippy::str_to_string",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{bin}: {stderr}");
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("src/"))
+        .map(|l| l.replace(&format!("src/bin/{bin}.rs"), "FILE"))
+        .collect()
+}
+
+/// Issue 29: under clippy (`cfg(clippy)`) the attribute emits the item as written, so clippy
+/// lints what the user wrote: its output on each file of the clippy corpus is its output on the
+/// file without the attributes, line for line (and the corpus does draw the lints it is about).
+#[test]
+fn clippy_lints_annotated_code_as_plain_code() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clippy");
+    let mut compared = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry
+            .unwrap()
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let plain = clippy(&format!("clippy_{name}_plain"));
+        let annotated = clippy(&format!("clippy_{name}"));
+        assert_eq!(annotated, plain, "{name}: annotated against plain");
+        if name == "lints" {
+            // The messages of unnecessary_to_owned, to_string_in_format_args, useless_vec,
+            // str_to_string, box_default and vec_init_then_push.
+            for message in [
+                "21:23: warning: unnecessary use of `to_string`",
+                "22:25: warning: `to_string` applied to a type that implements `Display`",
+                "31:13: warning: useless use of `vec!`",
+                "23:13: warning: `to_string()` called on a `&str`",
+                "43:24: warning: `Box::new(_)` of default value",
+                "33:5: warning: calls to `push` immediately after creation",
+            ] {
+                assert!(
+                    plain
+                        .iter()
+                        .any(|l| l.starts_with(&format!("FILE:{message}"))),
+                    "{message}: not drawn: {plain:#?}"
+                );
+            }
+        }
+        compared += 1;
+    }
+    assert!(compared >= 1);
 }
