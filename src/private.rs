@@ -294,7 +294,7 @@ pub fn vec_list<T, const N: usize>(_empty: Vec<T>) -> VecList<T, N> {
 
 /// The function that moves the next element of `vec![a, b, c]` into the block, as a pointer:
 /// `(vec_list_putter())(list, x)`, the element the argument of the call. The function behind
-/// the pointer, [`vec_list_put`], takes the element as a `ManuallyDrop<T>` and copies its bytes
+/// the pointer, `vec_list_put`, takes the element as a `ManuallyDrop<T>` and copies its bytes
 /// into the block from where the caller evaluated it: an unoptimised build then copies a large
 /// element once, from the caller's temporary into the block, as std's `vec!` does (a function
 /// that moved its `T` on, to `ptr::write` or an assignment, would copy it on the stack once

@@ -162,16 +162,21 @@ macro_rules! corpus {
                 vec![0u8; HUGE]
             }
 
-            /// Issue 22: a 1 MiB element on a 2 MiB stack.
-            fn big_element_on_small_stack() -> (usize, u8) {
+            /// Issue 22: a 1 MiB element on a 2 MiB stack (issue 29: and two of 512 KiB; in a
+            /// debug build too, `alloc-macros/tests/cargo_fixtures.rs`).
+            fn big_element_on_small_stack() -> ((usize, u8), (usize, u8)) {
                 let t = std::thread::Builder::new().stack_size(2 << 20);
-                t.spawn(|| {
+                let one = t.spawn(|| {
                     let v = vec![[1u8; 1 << 20]];
                     (v.len(), v[0][4321])
-                })
-                .unwrap()
-                .join()
-                .unwrap()
+                });
+                let one = one.unwrap().join().unwrap();
+                let t = std::thread::Builder::new().stack_size(2 << 20);
+                let two = t.spawn(|| {
+                    let w = vec![[1u8; 1 << 19], [2u8; 1 << 19]];
+                    (w.len(), w[1][4321])
+                });
+                (one, two.unwrap().join().unwrap())
             }
 
             /// Issue 22, item 7: `Box::<T>::default()` allocates first, then runs
