@@ -87,6 +87,10 @@ pub struct Rewriter<'g> {
     statics: HashSet<String>,
     /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
     local_vec: bool,
+    /// The names of the `macro_rules!` macros the annotated item defines: a formatting macro's
+    /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
+    /// as written.
+    local_macros: HashSet<String>,
     /// The names among `Box`, `Vec`, `String` and `vec` that an item of an enclosing block or
     /// module inside the annotated item declares or imports (`use inner::Box;`,
     /// `struct Vec;`): sites naming them are left alone in that scope.
@@ -104,6 +108,7 @@ impl<'g> Rewriter<'g> {
             in_unsafe: 0,
             statics: HashSet::new(),
             local_vec: false,
+            local_macros: HashSet::new(),
             shadowed: Vec::new(),
         }
     }
@@ -115,6 +120,7 @@ impl<'g> Rewriter<'g> {
         struct Scan {
             statics: HashSet<String>,
             local_vec: bool,
+            macros: HashSet<String>,
         }
         impl<'ast> Visit<'ast> for Scan {
             fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
@@ -122,10 +128,9 @@ impl<'g> Rewriter<'g> {
                 syn::visit::visit_item_static(self, s);
             }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
-                if m.mac.path.is_ident("macro_rules")
-                    && m.ident.as_ref().is_some_and(|i| i == "vec")
-                {
-                    self.local_vec = true;
+                if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {
+                    self.local_vec |= name == "vec";
+                    self.macros.insert(name.to_string());
                 }
                 syn::visit::visit_item_macro(self, m);
             }
@@ -139,6 +144,7 @@ impl<'g> Rewriter<'g> {
         }
         self.statics = scan.statics;
         self.local_vec = scan.local_vec;
+        self.local_macros = scan.macros;
     }
 
     /// Whether the callee's type is named bare (`Box::new`) where an item of the annotated
@@ -418,7 +424,11 @@ impl<'g> Rewriter<'g> {
             }
         } else {
             let name = mac.path.segments.last()?.ident.to_string();
-            if !WALKED_MACROS.contains(&name.as_str()) {
+            if !WALKED_MACROS.contains(&name.as_str())
+                || (mac.path.segments.len() == 1
+                    && (self.local_macros.contains(&name) || self.shadowed.contains(&name)))
+            {
+                // Not std's (or perhaps not): a macro of the user's may show its tokens.
                 return None;
             }
             let mut list = parse::expr_list(&mac.tokens)?;
@@ -668,12 +678,15 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
     })
 }
 
-/// The names among `Box`, `Vec`, `String` and `vec` that `items` declare or import (other
-/// than std's own, `use std::boxed::Box;`, `use alloc::vec;`): `use inner::Box;`,
-/// `use inner::Thing as Vec;`, `struct String;`, `type Box<T> = …;`. A glob import
-/// (`use inner::*;`) names nothing the tokens show (see `docs/macros.md`, "Known limits").
+/// The names among `Box`, `Vec`, `String`, `vec` and the walked formatting macros that `items`
+/// declare or import (other than std's own, `use std::boxed::Box;`, `use alloc::vec;`,
+/// `use std::println;`): `use inner::Box;`, `use inner::Thing as Vec;`, `struct String;`,
+/// `type Box<T> = …;`, `use log::format;`. A glob import (`use inner::*;`) names nothing the
+/// tokens show (see `docs/macros.md`, "Known limits").
 fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
-    const NAMES: [&str; 4] = ["Box", "Vec", "String", "vec"];
+    fn shadowable(name: &str) -> bool {
+        ["Box", "Vec", "String", "vec"].contains(&name) || WALKED_MACROS.contains(&name)
+    }
     fn std_path(path: &[String], name: &str, imported: &str) -> bool {
         let module = match imported {
             "Box" => "boxed",
@@ -681,9 +694,10 @@ fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
             "String" => "string",
             _ => "",
         };
+        let macro_name = imported == "vec" || WALKED_MACROS.contains(&imported);
         name == imported
             && match path {
-                [krate] => imported == "vec" && (krate == "std" || krate == "alloc"),
+                [krate] => macro_name && (krate == "std" || krate == "alloc" || krate == "core"),
                 [krate, m] => (krate == "std" || krate == "alloc") && m == module,
                 _ => false,
             }
@@ -697,13 +711,13 @@ fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
             }
             syn::UseTree::Name(n) => {
                 let name = n.ident.to_string();
-                if NAMES.contains(&name.as_str()) && !std_path(path, &name, &name) {
+                if shadowable(&name) && !std_path(path, &name, &name) {
                     out.push(name);
                 }
             }
             syn::UseTree::Rename(r) => {
                 let (from, to) = (r.ident.to_string(), r.rename.to_string());
-                if NAMES.contains(&to.as_str()) && !std_path(path, &to, &from) {
+                if shadowable(&to) && !std_path(path, &to, &from) {
                     out.push(to);
                 }
             }
@@ -733,7 +747,7 @@ fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
             },
             _ => continue,
         };
-        if NAMES.contains(&ident.to_string().as_str()) {
+        if shadowable(&ident.to_string()) {
             out.push(ident.to_string());
         }
     }

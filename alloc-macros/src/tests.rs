@@ -314,6 +314,16 @@ snapshot!(
                     let l = String::from("l");
                 }
                 let m = Box::new(5);
+                {
+                    // A formatting macro of the user's: its arguments are left as written.
+                    use log::format;
+                    let n = format!("{}", String::from("n"));
+                }
+                macro_rules! println {
+                    ($($t:tt)*) => { stringify!($($t)*) };
+                }
+                let o = println!("{}", String::from("o"));
+                let p = std::println!("{}", String::from("p"));
             }
         }
     )

@@ -301,7 +301,7 @@ macro_rules! corpus {
                 }
             }
 
-            fn shadowed() -> (u8, &'static str, usize, Vec<u8>) {
+            fn shadowed() -> (u8, &'static str, usize, Vec<u8>, &'static str) {
                 use self::shadow::Box;
                 let b = Box::new(7u8);
                 let n = {
@@ -310,7 +310,13 @@ macro_rules! corpus {
                     }
                     vec![1, 2, 3]
                 };
-                (b.0, b.1, n, std::vec![1, 2])
+                let shown = {
+                    macro_rules! format {
+                        ($a:expr, $b:expr) => { stringify!($b) };
+                    }
+                    format!("{}", String::from("shown"))
+                };
+                (b.0, b.1, n, std::vec![1, 2], shown)
             }
 
             async fn one() -> u8 {
