@@ -366,8 +366,17 @@ impl<const N: usize> BytesServed<N> {
     const YES: bool = spec::SIZE_SPECIALIZED && spec::routine(N, 1, false).is_some();
 }
 
+/// A length given as a const argument, as a value: the argument the rewrite passes to the
+/// function [`string_capacity`] chose (`Len::<N>::VALUE`).
+pub struct Len<const N: usize>;
+
+impl<const N: usize> Len<N> {
+    /// `N`.
+    pub const VALUE: usize = N;
+}
+
 /// `String::with_capacity(N)` as rewritten by `#[specialize]`:
-/// `string_capacity::<N>(String::with_capacity)(N)`. The function to call is chosen from `N`
+/// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`. The function to call is chosen from `N`
 /// at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when a routine serves
 /// `N` bytes, std's `String::with_capacity` itself otherwise, called from the user's frame, so
 /// that a capacity too large to allocate aborts (or panics) in std's function called from the

@@ -249,25 +249,25 @@ impl Gen {
         quote_spanned!(user=> #root::__private::Capacity::<#n>::vec(#std))
     }
 
-    /// `String::with_capacity(N)`: `string_capacity::<{ N as usize }>(String::with_capacity)(N)`,
-    /// the function called chosen at compile time, `spec::string_with_capacity::<N>` when a
-    /// routine serves `N` bytes and std's `String::with_capacity` otherwise, called from the
-    /// user's frame with the user's argument: a capacity that aborts or overflows does so in
-    /// std's function called from the user's (a backtrace shows no frame of specalloc), and an
-    /// argument of the wrong type is std's error on it (`as usize` keeps the const argument from
-    /// reporting it a second time; once the argument is a `usize`, the cast is the identity).
+    /// `String::with_capacity(N)`:
+    /// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`, the function called
+    /// chosen at compile time, `spec::string_with_capacity::<N>` when a routine serves `N` bytes
+    /// and std's `String::with_capacity` otherwise, called from the user's frame: a capacity
+    /// that aborts or overflows does so in std's function called from the user's (a backtrace
+    /// shows no frame of specalloc). `N` is a const argument in both places (a const generic
+    /// parameter may be one, not part of an expression), so a length of the wrong type is one
+    /// error, the same at both.
     pub fn string_with_capacity(
         &self,
         user: Span,
         std: TokenStream,
         n: &TokenStream,
-        arg: &Expr,
     ) -> TokenStream {
         if !self.report {
             let root = self.root(user);
             let std = spanning(std);
             return quote_spanned! {user=>
-                #root::__private::string_capacity::<{ #arg as usize }> #std (#arg)
+                #root::__private::string_capacity::<#n> #std (#root::__private::Len::<#n>::VALUE)
             };
         }
         let generics = quote_spanned!(user=> ::<#n, _>);

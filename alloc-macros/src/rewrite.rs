@@ -303,7 +303,7 @@ impl<'g> Rewriter<'g> {
             }
             (Family::String, "with_capacity", [n]) => {
                 let len = self.const_len(n)?;
-                self.gen.string_with_capacity(c.span, std, &len, n)
+                self.gen.string_with_capacity(c.span, std, &len)
             }
             (Family::String, "from", [e]) => {
                 let lit = non_empty(str_lit(e)?)?;

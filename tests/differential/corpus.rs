@@ -121,6 +121,11 @@ macro_rules! corpus {
                 }
             }
 
+            /// Issue 29: a const generic parameter as a capacity.
+            fn capacity_of<const N: usize>() -> (usize, usize) {
+                (String::with_capacity(N).capacity(), Vec::<u16>::with_capacity(N).capacity())
+            }
+
             fn pinned() -> std::pin::Pin<Box<[u16; 4]>> {
                 Box::pin([1, 2, 3, 4])
             }
@@ -475,6 +480,7 @@ macro_rules! corpus {
                 drop(h);
                 line(&mut out, "vec![[1u8; 1 MiB]] on a 2 MiB stack", big_element_on_small_stack());
                 reach(&mut out);
+                line(&mut out, "const generic capacity", (capacity_of::<0>(), capacity_of::<24>(), capacity_of::<5000>()));
                 attributes(&mut out);
                 line(&mut out, "shadowed Box and vec!", shadowed());
                 futures(&mut out);
