@@ -254,13 +254,13 @@ pub fn vec_zero<T: Zero, const N: usize>(_empty: Vec<T>, _zero: T) -> Vec<T> {
     unsafe { spec::vec_zeroed::<T, N>() }
 }
 
-/// `vec![a, b, c]` as rewritten by `#[specialize]`:
-/// `vec_list_finish((vec_list_putter())((vec_list_putter())(vec_list::<_, 2>(vec![]), a), b))`. As std's
-/// `vec!` does, the block is allocated *before* the elements are evaluated (an element that
-/// panics, returns early with `?` or reads an allocation counter sees it), and each element is
-/// moved into the block as it comes, so no array of all of them is built on the stack. On a
-/// panic or early return the elements written are dropped (last first, as the temporaries of
-/// std's array are) and the block freed.
+/// `vec![a, b, c]` as rewritten by `#[specialize]`, for two elements:
+/// `vec_list_finish((vec_list_putter())((vec_list_putter())(vec_list::<_, 2>(vec![]), a), b))`.
+/// As std's `vec!` does, the block is allocated *before* the elements are evaluated (an
+/// element that panics, returns early with `?` or reads an allocation counter sees it), and
+/// each element is moved into the block as it comes, so no array of all of them is built on
+/// the stack. On a panic or early return the elements written are dropped (last first, as the
+/// temporaries of std's array are) and the block freed.
 pub struct VecList<T, const N: usize> {
     v: Vec<T>,
 }
@@ -376,11 +376,11 @@ impl<const N: usize> Len<N> {
 }
 
 /// `String::with_capacity(N)` as rewritten by `#[specialize]`:
-/// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`. The function to call is chosen from `N`
-/// at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when a routine serves
-/// `N` bytes, std's `String::with_capacity` itself otherwise, called from the user's frame, so
-/// that a capacity too large to allocate aborts (or panics) in std's function called from the
-/// user's, with no frame of specalloc in between.
+/// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`. The function to call is
+/// chosen from `N` at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when
+/// a routine serves `N` bytes, std's `String::with_capacity` itself otherwise, called from the
+/// user's frame, so that a capacity too large to allocate aborts (or panics) in std's function
+/// called from the user's, with no frame of specalloc in between.
 #[inline(always)]
 #[must_use]
 pub fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {

@@ -12,8 +12,12 @@
 //! patterns, and the arguments of macros that show their input (`assert!`, `dbg!`,
 //! `stringify!`, unknown macros) are not. Left alone too, so that the code behaves and warns
 //! as written: a site whose value is discarded (`Box::new(x);`, for `#[must_use]`), a length
-//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, and
-//! `vec!` when the item defines a `macro_rules! vec`.
+//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site
+//! with attributes of its own and a `vec!` with an attributed element (`#[cfg]` decides after
+//! the macro which elements there are), a site whose operands `.await` (the future keeps its
+//! size), a bare `Box`, `Vec`, `String` or `vec!` in a scope where an item of the annotated
+//! code shadows the name, `vec!` when the item defines a `macro_rules! vec`, and the arguments
+//! of a formatting macro whose name the item defines or imports from elsewhere.
 
 use std::collections::HashSet;
 
@@ -91,9 +95,10 @@ pub struct Rewriter<'g> {
     /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
     /// as written.
     local_macros: HashSet<String>,
-    /// The names among `Box`, `Vec`, `String` and `vec` that an item of an enclosing block or
-    /// module inside the annotated item declares or imports (`use inner::Box;`,
-    /// `struct Vec;`): sites naming them are left alone in that scope.
+    /// The names among `Box`, `Vec`, `String`, `vec` and the walked formatting macros that an
+    /// item of an enclosing block or module inside the annotated item declares or imports
+    /// (`use inner::Box;`, `struct Vec;`, `use log::format;`): sites naming them are left alone
+    /// in that scope.
     shadowed: Vec<String>,
 }
 
