@@ -195,14 +195,41 @@ pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit
 /// `Vec::with_capacity(N)` with `N` a constant: `Capacity::<N>::vec(Vec::with_capacity)`.
 pub struct Capacity<const N: usize>;
 
+/// Whether a routine serves `N` elements of `T` (a `Vec<T>` of capacity `N`).
+struct ArrayServed<T, const N: usize>(core::marker::PhantomData<T>);
+
+impl<T, const N: usize> ArrayServed<T, N> {
+    const YES: bool = spec::SIZE_SPECIALIZED
+        && core::mem::size_of::<T>() != 0
+        && match N.checked_mul(core::mem::size_of::<T>()) {
+            Some(bytes) => spec::routine(bytes, core::mem::align_of::<T>(), false).is_some(),
+            None => false,
+        };
+}
+
 impl<const N: usize> Capacity<N> {
-    /// `Vec::with_capacity(N)`: capacity exactly `N` (`_std` is the user's `Vec::with_capacity`,
-    /// which fixes the element type when the user wrote it, `Vec::<T>::with_capacity`).
+    /// `Vec::with_capacity(N)`: the function that makes it, called with `N`
+    /// (`Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`), chosen at compile time as
+    /// [`boxer`] chooses: [`spec::vec_with_capacity`] (capacity exactly `N`) when a routine
+    /// serves `N` elements of `T`, std's `Vec::with_capacity` itself otherwise, called from the
+    /// user's frame (a capacity overflow panics in std's function, called from the user's).
+    /// `_std` is the user's `Vec::with_capacity`, which fixes the element type when the user
+    /// wrote it, `Vec::<T>::with_capacity`.
     #[inline(always)]
     #[must_use]
-    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> Vec<T> {
-        spec::vec_with_capacity::<T, N>()
+    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> fn(usize) -> Vec<T> {
+        if ArrayServed::<T, N>::YES {
+            vec_capacity_spec::<T, N>
+        } else {
+            Vec::<T>::with_capacity
+        }
     }
+}
+
+/// `Vec::with_capacity(N)` through the routine of `N` elements of `T` (the argument is `N`).
+#[inline(always)]
+fn vec_capacity_spec<T, const N: usize>(_n: usize) -> Vec<T> {
+    spec::vec_with_capacity::<T, N>()
 }
 
 /// `vec![x; N]` as std builds it (`_empty` is the user's `vec![]`): `x` cloned `N - 1` times

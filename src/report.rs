@@ -461,7 +461,7 @@ pub mod counted {
         std: F,
     ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
-        p::Capacity::<N>::vec::<T, F>(std)
+        p::Capacity::<N>::vec::<T, F>(std)(N)
     }
 
     /// [`p::vec_from_elem`], counted.

@@ -240,13 +240,18 @@ impl Gen {
                 "Vec::with_capacity",
             );
         }
-        // `Capacity::<N>::vec(Vec::with_capacity)`: the element type is the method's own
-        // parameter, not a `_` of a turbofish, so an inference error names it `T` as std's
-        // does (`let v: Vec<T> = …`); and the path passed ends where the user's call does, so
-        // "type must be known at this point" underlines the whole call.
+        // `Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`: the element type is the
+        // method's own parameter, not a `_` of a turbofish, so an inference error names it `T`
+        // as std's does (`let v: Vec<T> = …`); the path passed ends where the user's call does,
+        // so "type must be known at this point" underlines the whole call; and the function
+        // called is chosen at compile time (std's `Vec::with_capacity` when no routine serves
+        // `N` elements), from the user's frame, so a capacity overflow panics in std's function
+        // called from the user's.
         let root = self.root(user);
         let std = ending_with(std, end);
-        quote_spanned!(user=> #root::__private::Capacity::<#n>::vec(#std))
+        quote_spanned! {user=>
+            #root::__private::Capacity::<#n>::vec(#std)(#root::__private::Len::<#n>::VALUE)
+        }
     }
 
     /// `String::with_capacity(N)`:

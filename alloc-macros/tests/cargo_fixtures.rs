@@ -185,42 +185,53 @@ fn frames_to_user(stderr: &str, module: &str) -> Vec<String> {
     panic!("no frame of the program in:\n{stderr}");
 }
 
-/// Issue 29: `String::with_capacity(usize::MAX / 2)` (a const length, so rewritten) aborts,
-/// and the backtrace (debug build, `RUST_BACKTRACE=1`) reads as without the attribute: std's
-/// `String::with_capacity`, then the user's function, with no frame of specalloc between.
+/// Issue 29: `String::with_capacity(usize::MAX / 2)` aborts and `Vec::<u64>::with_capacity(
+/// usize::MAX)` panics (const lengths, so rewritten), and their backtraces (debug build,
+/// `RUST_BACKTRACE=1`) read as without the attribute: std's function, then the user's, with
+/// no frame of specalloc between.
 #[test]
 fn an_abort_keeps_the_users_frame_on_top() {
-    let mut seen = Vec::new();
-    for module in ["plain", "special"] {
-        let out = cargo_with(
-            &[
-                "run",
-                "--offline",
-                "--quiet",
-                "--bin",
-                "differential_debug",
-                "--",
-                "huge_capacity",
-                module,
-            ],
-            &[("RUST_BACKTRACE", "1")],
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{module}: {stderr}");
-        assert!(
-            stderr.contains("memory allocation of 9223372036854775807 bytes failed"),
-            "{module}: {stderr}"
-        );
-        let frames = frames_to_user(&stderr, module);
-        let n = frames.len();
-        assert!(
-            n >= 2 && frames[n - 2] == "alloc::string::String::with_capacity",
-            "{module}: {frames:#?}"
-        );
-        assert_eq!(frames[n - 1], "differential_debug::CORPUS::huge_capacity");
-        seen.push(frames);
+    for (case, message, std) in [
+        (
+            "huge_capacity",
+            "memory allocation of 9223372036854775807 bytes failed",
+            "alloc::string::String::with_capacity",
+        ),
+        (
+            "overflowing_capacity",
+            "capacity overflow",
+            "alloc::vec::Vec<T>::with_capacity",
+        ),
+    ] {
+        let mut seen = Vec::new();
+        for module in ["plain", "special"] {
+            let out = cargo_with(
+                &[
+                    "run",
+                    "--offline",
+                    "--quiet",
+                    "--bin",
+                    "differential_debug",
+                    "--",
+                    case,
+                    module,
+                ],
+                &[("RUST_BACKTRACE", "1")],
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{case} {module}: {stderr}");
+            assert!(stderr.contains(message), "{case} {module}: {stderr}");
+            let frames = frames_to_user(&stderr, module);
+            let n = frames.len();
+            assert!(
+                n >= 2 && frames[n - 2] == std,
+                "{case} {module}: {frames:#?}"
+            );
+            assert_eq!(frames[n - 1], format!("differential_debug::CORPUS::{case}"));
+            seen.push(frames);
+        }
+        assert_eq!(seen[0], seen[1], "{case}: plain against annotated");
     }
-    assert_eq!(seen[0], seen[1], "plain against annotated");
 }
 
 /// clippy's diagnostics (`--message-format=short`) on the fixture's binary `bin`: default,

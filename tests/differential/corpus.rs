@@ -371,6 +371,13 @@ macro_rules! corpus {
                 String::with_capacity(HALF)
             }
 
+            /// Issue 29: likewise, a capacity overflow panics in std's `Vec::with_capacity`,
+            /// called from here (not called by `run`).
+            #[allow(dead_code)]
+            pub fn overflowing_capacity() -> Vec<u64> {
+                Vec::<u64>::with_capacity(usize::MAX)
+            }
+
             pub fn run() -> Vec<String> {
                 let mut out = Vec::new();
 
