@@ -201,9 +201,9 @@ pub use specalloc_malloc as __malloc;
 /// | `Box::pin(e)` | `Box::into_pin(boxed(e))` |
 /// | `Box::new` as a value (`.map(Box::new)`) | `boxed` |
 /// | `vec![e; N]` | `vec_from_elem::<_, N>(e)` (`vec_zeroed` for a literal `0`) |
-/// | `vec![a, b, c]` | `vec_list_finish(vec_list_put(…(vec_list::<_, 3>(vec![]), a)…, c))`: allocated first, each element moved in as it comes, as std's `vec!` |
-/// | `Vec::with_capacity(N)` | `vec_with_capacity::<_, N>()` (through `Capacity::<N>::vec`) |
-/// | `String::with_capacity(N)` | `string_with_capacity::<N>()` |
+/// | `vec![a, b, c]` | `vec_list_finish((vec_list_putter())(…(vec_list::<_, 3>(vec![]), a)…, c))`: allocated first, each element moved in as it comes, as std's `vec!` |
+/// | `Vec::with_capacity(N)` | `vec_with_capacity::<_, N>()` (through `Capacity::<N>::vec`: std's `Vec::with_capacity` for sizes no routine serves) |
+/// | `String::with_capacity(N)` | `string_with_capacity::<N>()` (through `string_capacity`: std's `String::with_capacity` for sizes no routine serves) |
 /// | `String::from("…")`, `"…".to_string()`, `"…".to_owned()` | `string_from::<LEN>("…")` |
 ///
 /// (The generated calls go through thin wrappers in `__private` that also take the std

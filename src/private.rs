@@ -7,6 +7,7 @@
 //! std code when the routines do not serve (sizes without a routine, opt-out, or a program
 //! that did not `install!` specalloc).
 
+use core::mem::ManuallyDrop;
 pub use core::mem::MaybeUninit;
 use core::pin::Pin;
 
@@ -46,7 +47,7 @@ impl<T> Served<T> {
         && spec::routine(core::mem::size_of::<T>(), core::mem::align_of::<T>(), false).is_some();
 }
 
-/// `Box::new` as rewritten by `#[specialize]`: `(boxer(Box::new))(x)`. The function to call
+/// `Box::new` as rewritten by `#[specialize]`: `boxer(Box::new)(x)`. The function to call
 /// is chosen from `T` at compile time: [`spec::boxed`] when a routine serves `T`, std's
 /// `Box::new` itself otherwise, so a large value (a 1 MiB array) is built in place exactly as
 /// without the attribute: in a debug build, passing it through an extra function would copy it
@@ -62,7 +63,7 @@ pub fn boxer<T, F: FnOnce(T) -> Box<T>>(_std: F) -> fn(T) -> Box<T> {
 }
 
 /// `Box::<[T]>::from([a, b, c])` as rewritten by `#[specialize]`:
-/// `(box_slicer(Box::<[T]>::from))([a, b, c])`, std's `From<[T; N]> for Box<[T]>` (which is
+/// `box_slicer(Box::<[T]>::from)([a, b, c])`, std's `From<[T; N]> for Box<[T]>` (which is
 /// `Box::new(array)`, unsized). The function to call is chosen from `[T; N]` at compile time,
 /// as [`boxer`] chooses: [`spec::boxed`] when a routine serves the array, std's own
 /// `<Box<[T]> as From<[T; N]>>::from` otherwise (a large array is moved as without the
@@ -194,14 +195,41 @@ pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit
 /// `Vec::with_capacity(N)` with `N` a constant: `Capacity::<N>::vec(Vec::with_capacity)`.
 pub struct Capacity<const N: usize>;
 
+/// Whether a routine serves `N` elements of `T` (a `Vec<T>` of capacity `N`).
+struct ArrayServed<T, const N: usize>(core::marker::PhantomData<T>);
+
+impl<T, const N: usize> ArrayServed<T, N> {
+    const YES: bool = spec::SIZE_SPECIALIZED
+        && core::mem::size_of::<T>() != 0
+        && match N.checked_mul(core::mem::size_of::<T>()) {
+            Some(bytes) => spec::routine(bytes, core::mem::align_of::<T>(), false).is_some(),
+            None => false,
+        };
+}
+
 impl<const N: usize> Capacity<N> {
-    /// `Vec::with_capacity(N)`: capacity exactly `N` (`_std` is the user's `Vec::with_capacity`,
-    /// which fixes the element type when the user wrote it, `Vec::<T>::with_capacity`).
+    /// `Vec::with_capacity(N)`: the function that makes it, called with `N`
+    /// (`Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`), chosen at compile time as
+    /// [`boxer`] chooses: [`spec::vec_with_capacity`] (capacity exactly `N`) when a routine
+    /// serves `N` elements of `T`, std's `Vec::with_capacity` itself otherwise, called from the
+    /// user's frame (a capacity overflow panics in std's function, called from the user's).
+    /// `_std` is the user's `Vec::with_capacity`, which fixes the element type when the user
+    /// wrote it, `Vec::<T>::with_capacity`.
     #[inline(always)]
     #[must_use]
-    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> Vec<T> {
-        spec::vec_with_capacity::<T, N>()
+    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> fn(usize) -> Vec<T> {
+        if ArrayServed::<T, N>::YES {
+            vec_capacity_spec::<T, N>
+        } else {
+            Vec::<T>::with_capacity
+        }
     }
+}
+
+/// `Vec::with_capacity(N)` through the routine of `N` elements of `T` (the argument is `N`).
+#[inline(always)]
+fn vec_capacity_spec<T, const N: usize>(_n: usize) -> Vec<T> {
+    spec::vec_with_capacity::<T, N>()
 }
 
 /// `vec![x; N]` as std builds it (`_empty` is the user's `vec![]`): `x` cloned `N - 1` times
@@ -253,13 +281,13 @@ pub fn vec_zero<T: Zero, const N: usize>(_empty: Vec<T>, _zero: T) -> Vec<T> {
     unsafe { spec::vec_zeroed::<T, N>() }
 }
 
-/// `vec![a, b, c]` as rewritten by `#[specialize]`:
-/// `vec_list_finish(vec_list_put(vec_list_put(vec_list::<_, 2>(vec![]), a), b))`. As std's
-/// `vec!` does, the block is allocated *before* the elements are evaluated (an element that
-/// panics, returns early with `?` or reads an allocation counter sees it), and each element is
-/// moved into the block as it comes, so no array of all of them is built on the stack. On a
-/// panic or early return the elements written are dropped (last first, as the temporaries of
-/// std's array are) and the block freed.
+/// `vec![a, b, c]` as rewritten by `#[specialize]`, for two elements:
+/// `vec_list_finish((vec_list_putter())((vec_list_putter())(vec_list::<_, 2>(vec![]), a), b))`.
+/// As std's `vec!` does, the block is allocated *before* the elements are evaluated (an
+/// element that panics, returns early with `?` or reads an allocation counter sees it), and
+/// each element is moved into the block as it comes, so no array of all of them is built on
+/// the stack. On a panic or early return the elements written are dropped (last first, as the
+/// temporaries of std's array are) and the block freed.
 pub struct VecList<T, const N: usize> {
     v: Vec<T>,
 }
@@ -291,15 +319,45 @@ pub fn vec_list<T, const N: usize>(_empty: Vec<T>) -> VecList<T, N> {
     }
 }
 
-/// Moves the next element of `vec![a, b, c]` into the block.
+/// The function that moves the next element of `vec![a, b, c]` into the block, as a pointer:
+/// `(vec_list_putter())(list, x)`, the element the argument of the call. The function behind
+/// the pointer, `vec_list_put`, takes the element as a `ManuallyDrop<T>` and copies its bytes
+/// into the block from where the caller evaluated it: an unoptimised build then copies a large
+/// element once, from the caller's temporary into the block, as std's `vec!` does (a function
+/// that moved its `T` on, to `ptr::write` or an assignment, would copy it on the stack once
+/// more: `vec![[3u8; 1 << 20]]` runs on a 2 MiB stack). Called through a pointer, not a
+/// function item, a diagnostic on an element (a type error, a use after move) names no
+/// function of specalloc.
 #[inline(always)]
 #[must_use]
-pub fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: T) -> VecList<T, N> {
+pub fn vec_list_putter<T, const N: usize>() -> fn(VecList<T, N>, T) -> VecList<T, N> {
+    let put: fn(VecList<T, N>, ManuallyDrop<T>) -> VecList<T, N> = vec_list_put::<T, N>;
+    // SAFETY: the two function pointer types differ only in the second parameter, `T` against
+    // `ManuallyDrop<T>`, a `#[repr(transparent)]` wrapper of its one field `T`: the types are
+    // ABI-compatible ("ABI compatibility" in the documentation of the `fn` primitive), so
+    // calling `vec_list_put` through the returned pointer passes the `T` as its
+    // `ManuallyDrop<T>`, with the same bytes and the same ownership.
+    unsafe {
+        core::mem::transmute::<
+            fn(VecList<T, N>, ManuallyDrop<T>) -> VecList<T, N>,
+            fn(VecList<T, N>, T) -> VecList<T, N>,
+        >(put)
+    }
+}
+
+/// Moves the next element of `vec![a, b, c]` into the block: its bytes copied into the next
+/// slot, the `ManuallyDrop` forgotten (the block owns the element now).
+#[inline(always)]
+fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: ManuallyDrop<T>) -> VecList<T, N> {
     let len = list.v.len();
     assert!(len < N, "vec_list_put: more than N elements");
-    // SAFETY: `len < N`, within the capacity of exactly `N` (at least `N` for zero-sized `T`).
+    // SAFETY: `len < N`, so the slot `len` is within the block's capacity of exactly `N` (at
+    // least `N` for zero-sized `T`) and holds nothing; `x` is a `T` (`ManuallyDrop<T>` has its
+    // layout), read once, and never dropped here: moved into the block, the first `len + 1`
+    // elements are initialised.
     unsafe {
-        list.v.as_mut_ptr().add(len).write(x);
+        let from = (&x as *const ManuallyDrop<T>).cast::<T>();
+        core::ptr::copy_nonoverlapping(from, list.v.as_mut_ptr().add(len), 1);
         list.v.set_len(len + 1);
     }
     list
@@ -325,6 +383,44 @@ pub fn vec_from_array<T, const N: usize>(_empty: Vec<T>, a: [T; N]) -> Vec<T> {
 #[inline(always)]
 #[must_use]
 pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(_std: F) -> String {
+    spec::string_with_capacity::<N>()
+}
+
+/// Whether a routine serves a block of `N` bytes (a `String` of capacity `N`).
+struct BytesServed<const N: usize>;
+
+impl<const N: usize> BytesServed<N> {
+    const YES: bool = spec::SIZE_SPECIALIZED && spec::routine(N, 1, false).is_some();
+}
+
+/// A length given as a const argument, as a value: the argument the rewrite passes to the
+/// function [`string_capacity`] chose (`Len::<N>::VALUE`).
+pub struct Len<const N: usize>;
+
+impl<const N: usize> Len<N> {
+    /// `N`.
+    pub const VALUE: usize = N;
+}
+
+/// `String::with_capacity(N)` as rewritten by `#[specialize]`:
+/// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`. The function to call is
+/// chosen from `N` at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when
+/// a routine serves `N` bytes, std's `String::with_capacity` itself otherwise, called from the
+/// user's frame, so that a capacity too large to allocate aborts (or panics) in std's function
+/// called from the user's, with no frame of specalloc in between.
+#[inline(always)]
+#[must_use]
+pub fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {
+    if BytesServed::<N>::YES {
+        string_capacity_spec::<N>
+    } else {
+        std
+    }
+}
+
+/// `String::with_capacity(N)` through the routine of `N` bytes (the argument is `N`).
+#[inline(always)]
+fn string_capacity_spec<const N: usize>(_n: usize) -> String {
     spec::string_with_capacity::<N>()
 }
 

@@ -384,22 +384,23 @@ pub mod counted {
     use crate::__private as p;
     use core::pin::Pin;
 
-    /// [`p::boxed`], counted.
+    /// [`p::boxer`], counted when the site starts to run (the function is chosen before its
+    /// argument is evaluated): `boxer(&SITE, Box::new)(x)`, so that a large value goes to std's
+    /// `Box::new` itself, built in place in a debug build, as without `report`.
     #[inline(always)]
-    pub fn boxed<T, F: FnOnce(T) -> Box<T>>(site: &'static Site, std: F, x: T) -> Box<T> {
+    pub fn boxer<T, F: FnOnce(T) -> Box<T>>(site: &'static Site, std: F) -> fn(T) -> Box<T> {
         site.hit(size_of::<T>(), align_of::<T>());
-        p::boxed(std, x)
+        p::boxer(std)
     }
 
-    /// [`p::box_slicer`], counted.
+    /// [`p::box_slicer`], counted when the site starts to run, as [`boxer`].
     #[inline(always)]
-    pub fn box_slice<T, const N: usize, F: FnOnce([T; N]) -> Box<[T]>>(
+    pub fn box_slicer<T, const N: usize, F: FnOnce([T; N]) -> Box<[T]>>(
         site: &'static Site,
         std: F,
-        a: [T; N],
-    ) -> Box<[T]> {
+    ) -> fn([T; N]) -> Box<[T]> {
         site.hit(size_of::<[T; N]>(), align_of::<T>());
-        p::box_slicer(std)(a)
+        p::box_slicer(std)
     }
 
     /// [`p::box_str`], counted.
@@ -460,7 +461,7 @@ pub mod counted {
         std: F,
     ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
-        p::Capacity::<N>::vec::<T, F>(std)
+        p::Capacity::<N>::vec::<T, F>(std)(N)
     }
 
     /// [`p::vec_from_elem`], counted.

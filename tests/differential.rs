@@ -67,6 +67,19 @@ fn annotated_code_behaves_exactly_like_plain_code() {
     );
     assert!(find("assert!").contains("assertion failed: one == Box::new(2)"));
     assert_eq!(find("static mut length"), "static mut length: 48");
+    // Issue 29: a `cfg`'d-out element vanishes as with std; shadowed names are the user's.
+    assert_eq!(
+        find("cfg'd-out tuple element"),
+        "cfg'd-out tuple element: ((1, 2), 0)"
+    );
+    assert_eq!(
+        find("vec![1, cfg'd-out 2, 3]"),
+        "vec![1, cfg'd-out 2, 3]: ([1, 3], 2, 0)"
+    );
+    // (The local `format!` shows its argument as written: `String :: from("shown")`.)
+    assert!(find("shadowed Box and vec!")
+        .starts_with("shadowed Box and vec!: (7, \"the module's own Box\", 3, [1, 2], \"String"));
+    assert!(find("future sizes").starts_with("future sizes: ("));
     // The annotated copies were rewritten (the reported one counted its sites).
     assert!(
         specalloc::sites().len() >= 20,

@@ -135,6 +135,18 @@ fn annotated_code_behaves_exactly_like_plain_code_without_install() {
         find("Box::<T>::default() panicking"),
         "Box::<T>::default() panicking: (\"default panics\", 0)"
     );
+    // Issue 29: a `cfg`'d-out element is neither evaluated nor allocated, as with std.
+    for (what, allocs) in [
+        ("cfg'd-out tuple element", 0),
+        ("cfg'd-out array element", 1),
+        ("cfg'd-out vec! element", 2),
+        ("vec![1, cfg'd-out 2, 3]", 1),
+        ("attributes that keep their site", 4),
+    ] {
+        let l = find(what);
+        assert!(l.ends_with(&format!(", {allocs})")), "{l}");
+    }
+    assert_eq!(find("cfg'd-out statements"), "cfg'd-out statements: 0");
     assert_eq!(
         find("vec![0u8; 256 MiB]"),
         "vec![0u8; 256 MiB]: (268435456, 268435456, 0, 0, 1, 1)"

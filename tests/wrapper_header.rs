@@ -68,6 +68,7 @@ static GLOBAL: WithHeader = WithHeader {
 };
 
 #[specialize]
+#[allow(clippy::useless_vec)] // the allocations are the point
 fn churn(rounds: usize) -> usize {
     let mut total = 0;
     for i in 0..rounds {

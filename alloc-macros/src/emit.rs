@@ -5,7 +5,7 @@
 //! function the site called (`Box::new`, `String::from`, `<str>::to_string`, an empty
 //! `vec![]`, ...) written as the user wrote it: the paths and imports the site used stay used.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Lit, LitStr, Token, Type};
@@ -79,36 +79,38 @@ impl Gen {
     }
 
     /// `Box::new(e)` / `Box::<T>::new(e)`, and `Box::<[T; N]>::from([…])` (`std` is the callee
-    /// as written, `what` the form): `(boxer(Box::new))(e)`, which calls `spec::boxed` or, for
+    /// as written, `what` the form): `boxer(Box::new)(e)`, which calls `spec::boxed` or, for
     /// a type no routine serves, `Box::new` itself (no extra stack copy of a large value in a
     /// debug build).
     pub fn boxed(&self, user: Span, std: TokenStream, arg: &Expr, what: &str) -> TokenStream {
-        self.chosen(user, "boxer", "boxed", std, arg, what)
+        self.chosen(user, "boxer", std, arg, what)
     }
 
-    /// `Box::<[T]>::from([…])`: `(box_slicer(Box::<[T]>::from))([…])`, as [`Gen::boxed`].
+    /// `Box::<[T]>::from([…])`: `box_slicer(Box::<[T]>::from)([…])`, as [`Gen::boxed`].
     pub fn box_slice(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
-        self.chosen(user, "box_slicer", "box_slice", std, arg, "Box::from")
+        self.chosen(user, "box_slicer", std, arg, "Box::from")
     }
 
-    /// `(chooser(std))(arg)`: the function `chooser` picks at compile time, called on `arg`;
-    /// under `report`, the counted entry point `counted(&SITE, std, arg)`.
+    /// `chooser(std)(arg)`: the function `chooser` picks at compile time, called on `arg`;
+    /// under `report`, the counted chooser's, `({ static SITE; …; chooser(&SITE, std) })(arg)`.
     fn chosen(
         &self,
         user: Span,
         chooser: &str,
-        counted: &str,
         std: TokenStream,
         arg: &Expr,
         what: &str,
     ) -> TokenStream {
         if self.report {
-            let args = quote_spanned!(user=> #std, #arg);
-            return self.call(user, counted, TokenStream::new(), args, what);
+            // `({ static SITE; report::boxer(&SITE, Box::new) })(e)`: counted as the site starts
+            // to run, the argument outside the block, passed straight to the function chosen.
+            let chosen = self.call(user, chooser, TokenStream::new(), std, what);
+            return quote_spanned!(user=> #chosen(#arg));
         }
         let root = self.root(user);
         let chooser = Ident::new(chooser, user);
-        quote_spanned!(user=> (#root::__private::#chooser(#std))(#arg))
+        let std = spanning(std);
+        quote_spanned!(user=> #root::__private::#chooser #std (#arg))
     }
 
     /// `Box::<str>::from("…")`: `box_str::<LEN, _>(Box::<str>::from, "…")`.
@@ -169,27 +171,29 @@ impl Gen {
             let args = quote_spanned!(sp=> #empty, #elem);
             return self.call(user, "vec_zero", generics, args, "vec![e; N]");
         }
-        let generics = quote_spanned!(sp=> ::<_, #n, _>);
-        let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
-        let args = quote_spanned!(sp=> #empty, #clone, #elem);
         if self.report {
+            let generics = quote_spanned!(sp=> ::<_, #n, _>);
+            let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
+            let args = quote_spanned!(sp=> #empty, #clone, #elem);
             return self.call(user, "vec_from_elem", generics, args, "vec![e; N]");
         }
-        // Through a local `from_elem`, named as std's is, that forwards to the entry point (a
-        // block that yields the function item, so the user's element is outside the block and
-        // cannot name it): an element of the wrong type is then reported as std reports it
-        // ("this argument influences the return type of `from_elem`"), and the note "function
-        // defined here" points at the user's `vec!` rather than into specalloc.
+        let generics = quote_spanned!(sp=> ::<_, #n>);
+        let args = quote_spanned!(sp=> #empty, #elem);
+        // Through a local `from_elem`, named and bounded as std's is (`T: Clone`), that forwards
+        // to the entry point (a block that yields the function item, so the user's element is
+        // outside the block and cannot name it): an element of the wrong type is then reported
+        // on the element as std reports it, an element that is not `Clone` is "required by a
+        // bound in `from_elem`" as in std, and the notes ("function defined here", the bound)
+        // point at the user's `vec!` rather than into specalloc.
         let root = self.root(sp);
         quote_spanned! {sp=>
             ({
                 #[inline]
-                fn from_elem<T, const N: usize, C: ::core::ops::Fn(&T) -> T>(
+                fn from_elem<T: ::core::clone::Clone, const N: usize>(
                     empty: #root::__private::Vec<T>,
-                    clone: C,
                     elem: T,
                 ) -> #root::__private::Vec<T> {
-                    #root::__private::vec_from_elem::<T, N, C>(empty, clone, elem)
+                    #root::__private::vec_from_elem::<T, N, _>(empty, T::clone, elem)
                 }
                 from_elem #generics
             })(#args)
@@ -197,7 +201,7 @@ impl Gen {
     }
 
     /// `vec![a, b, c]`: the block first (`vec_list`, counted under `report`), then each
-    /// element moved in as it is evaluated (`vec_list_put`), as std's `vec!` does.
+    /// element moved in as it is evaluated (`vec_list_putter`), as std's `vec!` does.
     pub fn vec_from_array(
         &self,
         user: Span,
@@ -209,21 +213,11 @@ impl Gen {
         let n = Literal::usize_unsuffixed(list.len());
         let generics = quote_spanned!(sp=> ::<_, #n>);
         let mut acc = self.call(user, "vec_list", generics, empty, "vec![a, b, ...]");
-        // Each element through a local `put` (see `vec_from_elem`): an element of the wrong type
-        // is noted at the user's `vec!`, not inside specalloc.
+        // Each element the argument of a call through a function pointer (`vec_list_putter`):
+        // written into the block where it is evaluated (no further copy in a debug build), and
+        // a diagnostic on an element names no function of specalloc.
         for e in list {
-            acc = quote_spanned! {sp=>
-                ({
-                    #[inline]
-                    fn put<T, const N: usize>(
-                        list: #root::__private::VecList<T, N>,
-                        elem: T,
-                    ) -> #root::__private::VecList<T, N> {
-                        #root::__private::vec_list_put(list, elem)
-                    }
-                    put
-                })(#acc, #e)
-            };
+            acc = quote_spanned!(sp=> (#root::__private::vec_list_putter())(#acc, #e));
         }
         quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }
@@ -246,22 +240,41 @@ impl Gen {
                 "Vec::with_capacity",
             );
         }
-        // `Capacity::<N>::vec(Vec::with_capacity)`: the element type is the method's own
-        // parameter, not a `_` of a turbofish, so an inference error names it `T` as std's
-        // does (`let v: Vec<T> = …`); and the path passed ends where the user's call does, so
-        // "type must be known at this point" underlines the whole call.
+        // `Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`: the element type is the
+        // method's own parameter, not a `_` of a turbofish, so an inference error names it `T`
+        // as std's does (`let v: Vec<T> = …`); the path passed ends where the user's call does,
+        // so "type must be known at this point" underlines the whole call; and the function
+        // called is chosen at compile time (std's `Vec::with_capacity` when no routine serves
+        // `N` elements), from the user's frame, so a capacity overflow panics in std's function
+        // called from the user's.
         let root = self.root(user);
         let std = ending_with(std, end);
-        quote_spanned!(user=> #root::__private::Capacity::<#n>::vec(#std))
+        quote_spanned! {user=>
+            #root::__private::Capacity::<#n>::vec(#std)(#root::__private::Len::<#n>::VALUE)
+        }
     }
 
-    /// `String::with_capacity(N)`.
+    /// `String::with_capacity(N)`:
+    /// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`, the function called
+    /// chosen at compile time, `spec::string_with_capacity::<N>` when a routine serves `N` bytes
+    /// and std's `String::with_capacity` otherwise, called from the user's frame: a capacity
+    /// that aborts or overflows does so in std's function called from the user's (a backtrace
+    /// shows no frame of specalloc). `N` is a const argument in both places (a const generic
+    /// parameter may be one, not part of an expression), so a length of the wrong type is one
+    /// error, the same at both.
     pub fn string_with_capacity(
         &self,
         user: Span,
         std: TokenStream,
         n: &TokenStream,
     ) -> TokenStream {
+        if !self.report {
+            let root = self.root(user);
+            let std = spanning(std);
+            return quote_spanned! {user=>
+                #root::__private::string_capacity::<#n> #std (#root::__private::Len::<#n>::VALUE)
+            };
+        }
         let generics = quote_spanned!(user=> ::<#n, _>);
         self.call(
             user,
@@ -316,6 +329,20 @@ pub fn is_zero_literal(e: &Expr) -> bool {
         },
         _ => false,
     }
+}
+
+/// `(std)`, the argument list of a chooser (`boxer(Box::new)`), spanned at the last token of
+/// `std`: the chooser's call, the callee of the generated call, then spans the user's path
+/// from its first token (the root path is spanned there) to its last, and rustc underlines
+/// `Box::new` whole under "arguments to this function are incorrect", as it does without the
+/// macro.
+fn spanning(std: TokenStream) -> Group {
+    let end = std.clone().into_iter().last().map(|t| t.span());
+    let mut group = Group::new(Delimiter::Parenthesis, std);
+    if let Some(end) = end {
+        group.set_span(end);
+    }
+    group
 }
 
 /// `tokens` with the span of its last token set to `end` (a path then spans to `end`).

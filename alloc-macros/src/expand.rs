@@ -30,7 +30,7 @@ fn specialize_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
         return Ok(item);
     }
     let args = parse::args(attr)?;
-    let target = validate::target(item)?;
+    let target = validate::target(item.clone())?;
     validate::not_repeated(&target)?;
     let root = match args.root {
         Some(root) => Some(root),
@@ -45,7 +45,7 @@ fn specialize_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
     };
     let mut rw = Rewriter::new(&gen);
     rw.scan(&target);
-    Ok(match target {
+    let rewritten = match target {
         Target::Fn(mut f) => {
             rw.item_fn(&mut f);
             f.into_token_stream()
@@ -62,7 +62,26 @@ fn specialize_inner(attr: TokenStream, item: TokenStream) -> syn::Result<TokenSt
             rw.item_mod(&mut m);
             m.into_token_stream()
         }
-    })
+    };
+    if rw.rewrites() == 0 {
+        return Ok(item);
+    }
+    Ok(for_clippy_as_written(item, rewritten))
+}
+
+/// The item as written under `cfg(clippy)` and rewritten otherwise: clippy (which sets
+/// `--cfg clippy`, a name rustc knows) lints the user's code, not the expansion, so its output
+/// on an annotated crate is its output on the plain crate; rustc compiles, and warns on, the
+/// rewritten item. The `cfg` comes first, so that the item's other attributes (`#[test]`,
+/// `#[tokio::main]`, …) expand only on the copy kept.
+fn for_clippy_as_written(item: TokenStream, rewritten: TokenStream) -> TokenStream {
+    let sp = Span::call_site();
+    quote_spanned! {sp=>
+        #[cfg(clippy)]
+        #item
+        #[cfg(not(clippy))]
+        #rewritten
+    }
 }
 
 /// `alloc!(input)`: the allocation expression, or the error.

@@ -12,8 +12,12 @@
 //! patterns, and the arguments of macros that show their input (`assert!`, `dbg!`,
 //! `stringify!`, unknown macros) are not. Left alone too, so that the code behaves and warns
 //! as written: a site whose value is discarded (`Box::new(x);`, for `#[must_use]`), a length
-//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, and
-//! `vec!` when the item defines a `macro_rules! vec`.
+//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site
+//! with attributes of its own and a `vec!` with an attributed element (`#[cfg]` decides after
+//! the macro which elements there are), a site whose operands `.await` (the future keeps its
+//! size), a bare `Box`, `Vec`, `String` or `vec!` in a scope where an item of the annotated
+//! code shadows the name, `vec!` when the item defines a `macro_rules! vec`, and the arguments
+//! of a formatting macro whose name the item defines or imports from elsewhere.
 
 use std::collections::HashSet;
 
@@ -48,6 +52,8 @@ struct Callee<'a> {
     span: Span,
     /// The path as the user wrote it (the std function, passed along in the expansion).
     path: TokenStream,
+    /// Whether the type is named by itself (`Box::new`), not through `std::`/`alloc::`.
+    bare: bool,
 }
 
 /// Macros whose arguments are walked (when they parse as comma-separated expressions): they
@@ -85,6 +91,15 @@ pub struct Rewriter<'g> {
     statics: HashSet<String>,
     /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
     local_vec: bool,
+    /// The names of the `macro_rules!` macros the annotated item defines: a formatting macro's
+    /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
+    /// as written.
+    local_macros: HashSet<String>,
+    /// The names among `Box`, `Vec`, `String`, `vec` and the walked formatting macros that an
+    /// item of an enclosing block or module inside the annotated item declares or imports
+    /// (`use inner::Box;`, `struct Vec;`, `use log::format;`): sites naming them are left alone
+    /// in that scope.
+    shadowed: Vec<String>,
 }
 
 impl<'g> Rewriter<'g> {
@@ -98,6 +113,8 @@ impl<'g> Rewriter<'g> {
             in_unsafe: 0,
             statics: HashSet::new(),
             local_vec: false,
+            local_macros: HashSet::new(),
+            shadowed: Vec::new(),
         }
     }
 
@@ -108,6 +125,7 @@ impl<'g> Rewriter<'g> {
         struct Scan {
             statics: HashSet<String>,
             local_vec: bool,
+            macros: HashSet<String>,
         }
         impl<'ast> Visit<'ast> for Scan {
             fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
@@ -115,10 +133,9 @@ impl<'g> Rewriter<'g> {
                 syn::visit::visit_item_static(self, s);
             }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
-                if m.mac.path.is_ident("macro_rules")
-                    && m.ident.as_ref().is_some_and(|i| i == "vec")
-                {
-                    self.local_vec = true;
+                if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {
+                    self.local_vec |= name == "vec";
+                    self.macros.insert(name.to_string());
                 }
                 syn::visit::visit_item_macro(self, m);
             }
@@ -132,6 +149,28 @@ impl<'g> Rewriter<'g> {
         }
         self.statics = scan.statics;
         self.local_vec = scan.local_vec;
+        self.local_macros = scan.macros;
+    }
+
+    /// Whether the callee's type is named bare (`Box::new`) where an item of the annotated
+    /// code shadows that name (`std::boxed::Box::new` is std's wherever it is written).
+    fn is_shadowed(&self, c: &Callee) -> bool {
+        let name = match c.family {
+            Family::Box => "Box",
+            Family::Vec => "Vec",
+            Family::String => "String",
+        };
+        c.bare && self.shadowed.iter().any(|s| s == name)
+    }
+
+    /// Whether a bare `vec!` names a macro that an item of the annotated code imports.
+    fn vec_shadowed(&self, path: &Path) -> bool {
+        path.segments.len() == 1 && self.shadowed.iter().any(|s| s == "vec")
+    }
+
+    /// How many sites were rewritten (0: the item is emitted as written).
+    pub fn rewrites(&self) -> usize {
+        self.rewrites
     }
 
     /// A free function or a method (the caller checked it is not `const`).
@@ -170,7 +209,9 @@ impl<'g> Rewriter<'g> {
         let Some((_, items)) = &mut m.content else {
             return;
         };
-        for item in items {
+        // A module is a new scope: the names of enclosing modules are not in it.
+        let outer = std::mem::replace(&mut self.shadowed, shadows(items.iter()));
+        for item in items.iter_mut() {
             match item {
                 Item::Fn(f) if f.sig.constness.is_none() => self.item_fn(f),
                 Item::Impl(i) => self.item_impl(i),
@@ -179,6 +220,7 @@ impl<'g> Rewriter<'g> {
                 _ => {}
             }
         }
+        self.shadowed = outer;
     }
 
     fn push_generics(&mut self, g: &Generics) -> usize {
@@ -243,6 +285,9 @@ impl<'g> Rewriter<'g> {
     /// The replacement of a call of a recognised associated function, if it is one we rewrite
     /// (its arguments have been walked already).
     fn call(&mut self, c: &Callee, call: &ExprCall) -> Option<TokenStream> {
+        if self.is_shadowed(c) {
+            return None;
+        }
         let args: Vec<&Expr> = call.args.iter().collect();
         let std = c.path.clone();
         let out = match (c.family, c.method.as_str(), args.as_slice()) {
@@ -262,8 +307,8 @@ impl<'g> Rewriter<'g> {
                 self.gen.vec_with_capacity(c.span, std, &n, end)
             }
             (Family::String, "with_capacity", [n]) => {
-                let n = self.const_len(n)?;
-                self.gen.string_with_capacity(c.span, std, &n)
+                let len = self.const_len(n)?;
+                self.gen.string_with_capacity(c.span, std, &len)
             }
             (Family::String, "from", [e]) => {
                 let lit = non_empty(str_lit(e)?)?;
@@ -318,6 +363,9 @@ impl<'g> Rewriter<'g> {
     /// `Box::new` (and `new_uninit`, `new_zeroed`) used as a value.
     fn fn_value(&mut self, p: &ExprPath) -> Option<TokenStream> {
         let c = callee_path(p)?;
+        if self.is_shadowed(&c) {
+            return None;
+        }
         let entry = match (c.family, c.method.as_str()) {
             (Family::Box, "new") => "boxed",
             (Family::Box, "new_uninit") => "uninit",
@@ -333,7 +381,7 @@ impl<'g> Rewriter<'g> {
     /// nothing inside changed).
     fn mac(&mut self, mac: &mut Macro) -> Option<TokenStream> {
         let before = self.rewrites;
-        if is_vec_macro(&mac.path) && !self.local_vec {
+        if is_vec_macro(&mac.path) && !self.local_vec && !self.vec_shadowed(&mac.path) {
             let span = mac.path.span();
             let path = &mac.path;
             let bang = &mac.bang_token;
@@ -345,8 +393,9 @@ impl<'g> Rewriter<'g> {
             };
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
+                    let left = has_attrs(&e) || awaits(&e);
                     self.visit_expr_mut(&mut e);
-                    if let Some(len) = self.const_len(&n) {
+                    if let (false, Some(len)) = (left, self.const_len(&n)) {
                         let out = self.gen.vec_from_elem(span, empty, &e, &len);
                         return Some(self.gen.ending_at(out, end));
                     }
@@ -357,8 +406,22 @@ impl<'g> Rewriter<'g> {
                     None
                 }
                 VecArgs::List(mut list) => {
+                    // `vec![1, #[cfg(any())] 2, 3]`: which elements there are is decided by
+                    // the compiler after the macro has run (std's `vec!` puts them in an array,
+                    // where a `cfg`'d-out element vanishes from the length too), so a list with
+                    // an attribute on an element stays std's `vec!`; the elements are walked.
+                    // `vec![f().await, 2]`: left as written, as `Box::new(f().await)` is (the
+                    // block and the elements written so far would be held across the `.await`,
+                    // where std's future holds the elements only).
+                    let left = list.iter().any(|e| has_attrs(e) || awaits(e));
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
+                    }
+                    if left {
+                        if self.rewrites != before {
+                            mac.tokens = list.into_token_stream();
+                        }
+                        return None;
                     }
                     let out = self.gen.vec_from_array(span, empty, &list);
                     Some(self.gen.ending_at(out, end))
@@ -366,7 +429,11 @@ impl<'g> Rewriter<'g> {
             }
         } else {
             let name = mac.path.segments.last()?.ident.to_string();
-            if !WALKED_MACROS.contains(&name.as_str()) {
+            if !WALKED_MACROS.contains(&name.as_str())
+                || (mac.path.segments.len() == 1
+                    && (self.local_macros.contains(&name) || self.shadowed.contains(&name)))
+            {
+                // Not std's (or perhaps not): a macro of the user's may show its tokens.
                 return None;
             }
             let mut list = parse::expr_list(&mac.tokens)?;
@@ -411,13 +478,32 @@ impl VisitMut for Rewriter<'_> {
         let replacement = match e {
             // Already generated (a second pass over the same tokens): left as it is.
             Expr::Call(call) if is_generated(&call.func) => None,
+            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] Vec::with_capacity(N)`: a site with
+            // attributes of its own is left as written, attributes and all, so that they mean
+            // what they mean without the macro (a `cfg`'d-out element of a tuple, an array or a
+            // call vanishes, unevaluated; a lint level covers the code written). Its arguments
+            // are walked.
+            Expr::Call(call) if !call.attrs.is_empty() && callee(&call.func).is_some() => {
+                for arg in call.args.iter_mut() {
+                    self.visit_expr_mut(arg);
+                }
+                None
+            }
             Expr::Call(call) => match callee(&call.func) {
                 Some(c) => {
+                    let awaited = call.args.iter().any(awaits);
                     // Walk the arguments only: the callee is the path being rewritten.
                     for arg in call.args.iter_mut() {
                         self.visit_expr_mut(arg);
                     }
-                    self.call(&c, call)
+                    if awaited {
+                        // `Box::new(f().await)`: left as written, so that the future holds
+                        // across the `.await` what it holds without the macro (the expansion
+                        // would hold its function pointer too).
+                        None
+                    } else {
+                        self.call(&c, call)
+                    }
                 }
                 None => {
                     visit_mut::visit_expr_call_mut(self, call);
@@ -477,10 +563,18 @@ impl VisitMut for Rewriter<'_> {
     }
 
     fn visit_block_mut(&mut self, b: &mut Block) {
+        // The items of a block are in scope in the whole block, before them too.
+        let mark = self.shadowed.len();
+        self.shadowed
+            .extend(shadows(b.stmts.iter().filter_map(|s| match s {
+                Stmt::Item(i) => Some(i),
+                _ => None,
+            })));
         let n = b.stmts.len();
         for (i, s) in b.stmts.iter_mut().enumerate() {
             self.stmt(s, i + 1 == n);
         }
+        self.shadowed.truncate(mark);
     }
 
     fn visit_stmt_mut(&mut self, s: &mut Stmt) {
@@ -585,7 +679,119 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         method: method.ident.to_string(),
         span: path.segments.first()?.ident.span(),
         path: p.to_token_stream(),
+        bare: prefix.is_empty(),
     })
+}
+
+/// The names among `Box`, `Vec`, `String`, `vec` and the walked formatting macros that `items`
+/// declare or import (other than std's own, `use std::boxed::Box;`, `use alloc::vec;`,
+/// `use std::println;`): `use inner::Box;`, `use inner::Thing as Vec;`, `struct String;`,
+/// `type Box<T> = …;`, `use log::format;`. A glob import (`use inner::*;`) names nothing the
+/// tokens show (see `docs/macros.md`, "Known limits").
+fn shadows<'a>(items: impl Iterator<Item = &'a Item>) -> Vec<String> {
+    fn shadowable(name: &str) -> bool {
+        ["Box", "Vec", "String", "vec"].contains(&name) || WALKED_MACROS.contains(&name)
+    }
+    fn std_path(path: &[String], name: &str, imported: &str) -> bool {
+        let module = match imported {
+            "Box" => "boxed",
+            "Vec" => "vec",
+            "String" => "string",
+            _ => "",
+        };
+        let macro_name = imported == "vec" || WALKED_MACROS.contains(&imported);
+        name == imported
+            && match path {
+                [krate] => macro_name && (krate == "std" || krate == "alloc" || krate == "core"),
+                [krate, m] => (krate == "std" || krate == "alloc") && m == module,
+                _ => false,
+            }
+    }
+    fn walk(tree: &syn::UseTree, path: &mut Vec<String>, out: &mut Vec<String>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                path.push(p.ident.to_string());
+                walk(&p.tree, path, out);
+                path.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                if shadowable(&name) && !std_path(path, &name, &name) {
+                    out.push(name);
+                }
+            }
+            syn::UseTree::Rename(r) => {
+                let (from, to) = (r.ident.to_string(), r.rename.to_string());
+                if shadowable(&to) && !std_path(path, &to, &from) {
+                    out.push(to);
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    walk(t, path, out);
+                }
+            }
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let ident = match item {
+            Item::Use(u) => {
+                walk(&u.tree, &mut Vec::new(), &mut out);
+                continue;
+            }
+            Item::Struct(i) => &i.ident,
+            Item::Enum(i) => &i.ident,
+            Item::Union(i) => &i.ident,
+            Item::Type(i) => &i.ident,
+            Item::Trait(i) => &i.ident,
+            Item::Macro(m) => match &m.ident {
+                Some(i) => i,
+                None => continue,
+            },
+            _ => continue,
+        };
+        if shadowable(&ident.to_string()) {
+            out.push(ident.to_string());
+        }
+    }
+    out
+}
+
+/// Whether evaluating `e` may suspend the enclosing `async` body: an `.await` in it, outside
+/// the closures, `async` blocks and items nested in it (in a macro's tokens, any `await`).
+fn awaits(e: &Expr) -> bool {
+    struct Awaits(bool);
+    impl<'ast> Visit<'ast> for Awaits {
+        fn visit_expr_await(&mut self, _: &'ast syn::ExprAwait) {
+            self.0 = true;
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        fn visit_item(&mut self, _: &'ast Item) {}
+        fn visit_macro(&mut self, m: &'ast Macro) {
+            fn any_await(tokens: TokenStream) -> bool {
+                tokens.into_iter().any(|t| match t {
+                    proc_macro2::TokenTree::Ident(i) => i == "await",
+                    proc_macro2::TokenTree::Group(g) => any_await(g.stream()),
+                    _ => false,
+                })
+            }
+            self.0 |= any_await(m.tokens.clone());
+        }
+    }
+    let mut a = Awaits(false);
+    a.visit_expr(e);
+    a.0
+}
+
+/// Whether an expression starts with an outer attribute (`#[cfg(…)] e`, `#[allow(…)] e`).
+fn has_attrs(e: &Expr) -> bool {
+    matches!(
+        e.to_token_stream().into_iter().next(),
+        Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#'
+    )
 }
 
 /// `e` without the invisible groups a `macro_rules!` wraps around its fragments.

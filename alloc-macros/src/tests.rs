@@ -9,9 +9,22 @@ use quote::quote;
 
 use crate::expand;
 
-/// The pretty-printed expansion of `#[specialize(attr)] item`.
+/// The pretty-printed expansion of `#[specialize(attr)] item`: the rewritten item alone, once
+/// checked that the expansion is the item as written under `cfg(clippy)`, then the rewritten
+/// one under `cfg(not(clippy))` (or only the item as written, when no site was rewritten).
 fn specialize(attr: TokenStream, item: TokenStream) -> String {
-    pretty(expand::specialize(attr, item))
+    let out = pretty(expand::specialize(attr, item.clone()));
+    let as_written = pretty(item);
+    match out.strip_prefix(&format!("#[cfg(clippy)]\n{as_written}")) {
+        Some(rewritten) => rewritten
+            .strip_prefix("#[cfg(not(clippy))]\n")
+            .expect("the rewritten item under cfg(not(clippy))")
+            .to_string(),
+        None => {
+            assert_eq!(out, as_written, "neither the pair nor the item as written");
+            out
+        }
+    }
 }
 
 /// The pretty-printed expansion of `alloc!(input)` (wrapped in a function to print it).
@@ -237,6 +250,102 @@ snapshot!(
                     None => 0,
                 };
                 arr
+            }
+        }
+    )
+);
+
+snapshot!(
+    attributes_kept,
+    specialize(
+        quote!(),
+        quote! {
+            fn attributes(n: u8) -> usize {
+                // A site with attributes of its own stays as written, its arguments walked.
+                let t = (1, #[cfg(any())] Box::new(5), 2);
+                let a = [Box::new(1), #[cfg(any())] Box::new(2)];
+                let c = f(#[cfg(all())] Box::new(vec![3u8; 4]), String::from("c"));
+                let s = (#[cfg(any())] "x".to_string(), "y".to_string());
+                #[cfg(any())]
+                let w = Vec::<u8>::with_capacity(4);
+                // A `vec!` with an attribute on an element stays std's `vec!`.
+                let v = vec![String::from("a"), #[cfg(any())] String::from("b")];
+                let l = vec![1, #[cfg(any())] 2, 3];
+                let r = vec![#[allow(unused_parens)] (Box::new(n)); 2];
+                let inner = vec![1, 2, #[rustfmt::skip] 3];
+                #[cfg(any())]
+                Vec::<u8>::with_capacity(4)
+            }
+        }
+    )
+);
+
+snapshot!(
+    shadowed_names,
+    specialize(
+        quote!(),
+        quote! {
+            fn shadowing() {
+                let a = Box::new(1);
+                {
+                    // This block's `Box` and `vec!` are not std's: left alone here.
+                    use inner::Box;
+                    use macros::vec;
+                    let b = Box::new(7u8);
+                    let c = std::boxed::Box::new(2);
+                    let d = vec![1, 2];
+                    let e = String::from("std's");
+                    let f = [1u8].map(Box::new);
+                }
+                {
+                    use other::Thing as Vec;
+                    struct String;
+                    type Box = u8;
+                    let g = Vec::with_capacity(4);
+                    let h = String::from("x");
+                    let i = alloc::vec::Vec::<u8>::with_capacity(4);
+                }
+                {
+                    // std's own, imported: still rewritten.
+                    use std::boxed::Box;
+                    use alloc::{vec, string::String as String};
+                    let j = Box::new(3);
+                    let k = vec![4; 2];
+                    let l = String::from("l");
+                }
+                let m = Box::new(5);
+                {
+                    // A formatting macro of the user's: its arguments are left as written.
+                    use log::format;
+                    let n = format!("{}", String::from("n"));
+                }
+                macro_rules! println {
+                    ($($t:tt)*) => { stringify!($($t)*) };
+                }
+                let o = println!("{}", String::from("o"));
+                let p = std::println!("{}", String::from("p"));
+            }
+        }
+    )
+);
+
+snapshot!(
+    awaiting_sites,
+    specialize(
+        quote!(),
+        quote! {
+            async fn awaiting() {
+                // An operand that awaits: left as written (the future stays std's size).
+                let a = Box::new(one().await);
+                let b = vec![one().await, 2, 3];
+                let c = vec![[0u8; 256], [one().await; 256]];
+                let d = vec![one().await; 4];
+                let e = Box::new(format!("{}", one().await));
+                let f = Box::new(Node { next: Box::new(one().await) });
+                // Awaits only inside a nested async block or closure: rewritten.
+                let g = Box::new(async { one().await });
+                let h = vec![1, 2];
+                let i = Box::pin(async move { Box::new(one().await) });
             }
         }
     )
@@ -514,7 +623,7 @@ fn zero_literals() {
 fn idempotent() {
     // Rewriting rewritten code changes nothing (an annotated method inside an annotated impl
     // is walked twice).
-    let once = expand::specialize(
+    let once = specialize(
         quote!(),
         quote!(
             fn f() -> Vec<Box<u8>> {
@@ -522,8 +631,9 @@ fn idempotent() {
             }
         ),
     );
-    let twice = expand::specialize(quote!(), once.clone());
-    assert_eq!(once.to_string(), twice.to_string());
+    assert!(once.contains("__private"), "{once}");
+    let twice = specialize(quote!(), once.parse().expect("the expansion parses"));
+    assert_eq!(once, twice);
 }
 
 /// Issue 22: the renamed-dependency check reads the manifest without a TOML crate.
@@ -550,6 +660,32 @@ fn renamed_dependency_is_found_by_the_line_scan() {
     assert_eq!(
         renamed_in("[dependencies]\nrt = { package = \"specalloc-runtime\" }\n# y = { package = \"specalloc\" }\n[features]\nz = { package = \"specalloc\" }\n"),
         None
+    );
+}
+
+/// The expansion is the item as written under `cfg(clippy)` (clippy lints the user's code),
+/// then the rewritten item under `cfg(not(clippy))`; an item with nothing to rewrite is emitted
+/// once, as written.
+#[test]
+fn clippy_sees_the_item_as_written() {
+    let item = quote! {
+        /// Documented.
+        #[inline]
+        fn f() -> Box<u8> { Box::new(1) }
+    };
+    let out = expand::specialize(TokenStream::new(), item.clone()).to_string();
+    let rewritten =
+        "# [cfg (not (clippy))] # [doc = r\" Documented.\"] # [inline] fn f () -> Box < u8 > \
+                     { :: specalloc :: __private :: boxer (Box :: new) (1) }";
+    assert_eq!(out, format!("# [cfg (clippy)] {item} {rewritten}"));
+    let nothing = quote!(
+        fn g(n: usize) -> Vec<u8> {
+            vec![0; n]
+        }
+    );
+    assert_eq!(
+        expand::specialize(TokenStream::new(), nothing.clone()).to_string(),
+        nothing.to_string()
     );
 }
 

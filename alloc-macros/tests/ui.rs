@@ -36,6 +36,25 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
          constructors; `Box::<[u8; 3]>::from([1, 2])` is E0308 on the array where std says \
          E0277 (`From<[{integer}; 2]>` is not implemented)",
     ),
+    (
+        "box_type",
+        "`Box::new(e)` calls, through a pointer, the function chosen at compile time (std's \
+         `Box::new` itself for a value no routine serves, built in place in a debug build): a \
+         call through a pointer has no \"associated function defined here\" note",
+    ),
+    (
+        "not_clone",
+        "`vec![e; N]` goes through a local `from_elem` (so that no note points into \
+         specalloc), whose `Clone` bound rustc reports at `vec` and notes at the user's `vec!`, \
+         where std points at the element and notes `std::vec::from_elem`",
+    ),
+    (
+        "elements",
+        "each element of `vec![a, b, c]` is the argument of a call of its own (written into the \
+         block where it is evaluated, with no array of all of them on the stack): each element \
+         of the wrong type is an error, under \"arguments to this function are incorrect\", \
+         where std's array reports the first",
+    ),
 ];
 
 /// Issue 22: each annotated case of `tests/ui/diag` prints what its plain twin prints (modulo

@@ -121,6 +121,11 @@ macro_rules! corpus {
                 }
             }
 
+            /// Issue 29: a const generic parameter as a capacity.
+            fn capacity_of<const N: usize>() -> (usize, usize) {
+                (String::with_capacity(N).capacity(), Vec::<u16>::with_capacity(N).capacity())
+            }
+
             fn pinned() -> std::pin::Pin<Box<[u16; 4]>> {
                 Box::pin([1, 2, 3, 4])
             }
@@ -162,16 +167,21 @@ macro_rules! corpus {
                 vec![0u8; HUGE]
             }
 
-            /// Issue 22: a 1 MiB element on a 2 MiB stack.
-            fn big_element_on_small_stack() -> (usize, u8) {
+            /// Issue 22: a 1 MiB element on a 2 MiB stack (issue 29: and two of 512 KiB; in a
+            /// debug build too, `alloc-macros/tests/cargo_fixtures.rs`).
+            fn big_element_on_small_stack() -> ((usize, u8), (usize, u8)) {
                 let t = std::thread::Builder::new().stack_size(2 << 20);
-                t.spawn(|| {
+                let one = t.spawn(|| {
                     let v = vec![[1u8; 1 << 20]];
                     (v.len(), v[0][4321])
-                })
-                .unwrap()
-                .join()
-                .unwrap()
+                });
+                let one = one.unwrap().join().unwrap();
+                let t = std::thread::Builder::new().stack_size(2 << 20);
+                let two = t.spawn(|| {
+                    let w = vec![[1u8; 1 << 19], [2u8; 1 << 19]];
+                    (w.len(), w[1][4321])
+                });
+                (one, two.unwrap().join().unwrap())
             }
 
             /// Issue 22, item 7: `Box::<T>::default()` allocates first, then runs
@@ -256,6 +266,116 @@ macro_rules! corpus {
                 let inferred: Box<Rect> = black_box(Box::default());
                 let made = allocs() - before;
                 line(out, "Box::from and Box::default() left alone", (&slice, &array, &text, error.to_string(), inferred, made));
+            }
+
+            /// Issue 29: attributes on sites and elements keep their meaning (a `cfg`'d-out
+            /// element vanishes, unevaluated and uncounted, as with std).
+            #[rustfmt::skip]
+            fn attributes(out: &mut Vec<String>) {
+                let before = allocs();
+                let t = (1, #[cfg(any())] Box::new(5), 2);
+                line(out, "cfg'd-out tuple element", (t, allocs() - before));
+                let before = allocs();
+                let a = [Box::new(1), #[cfg(any())] Box::new(2)];
+                line(out, "cfg'd-out array element", (&a, allocs() - before));
+                let before = allocs();
+                let v = vec![String::from("a"), #[cfg(any())] String::from("b")];
+                line(out, "cfg'd-out vec! element", (&v, v.capacity(), allocs() - before));
+                let before = allocs();
+                let l = vec![1, #[cfg(any())] 2, 3];
+                line(out, "vec![1, cfg'd-out 2, 3]", (&l, l.capacity(), allocs() - before));
+                let before = allocs();
+                #[cfg(any())]
+                Vec::<u8>::with_capacity(4);
+                #[cfg(any())]
+                let _gone = "x".to_string();
+                line(out, "cfg'd-out statements", allocs() - before);
+                let before = allocs();
+                let kept = (#[cfg(all())] Box::new(7u8), #[allow(unused_parens)] (String::from("kept")));
+                let called = Some(#[cfg(all())] vec![Box::new(1u8), #[cfg(any())] Box::new(2u8)]);
+                line(out, "attributes that keep their site", (&kept, &called, allocs() - before));
+            }
+
+            /// Issue 29: a `use` or item inside the annotated code that shadows `Box` or `vec!`.
+            mod shadow {
+                pub struct Box<T>(pub T, pub &'static str);
+                impl<T> Box<T> {
+                    pub fn new(x: T) -> Self {
+                        Box(x, "the module's own Box")
+                    }
+                }
+            }
+
+            fn shadowed() -> (u8, &'static str, usize, Vec<u8>, &'static str) {
+                use self::shadow::Box;
+                let b = Box::new(7u8);
+                let n = {
+                    macro_rules! vec {
+                        ($a:expr, $b:expr, $c:expr) => { [$a, $b, $c].len() };
+                    }
+                    vec![1, 2, 3]
+                };
+                let shown = {
+                    macro_rules! format {
+                        ($a:expr, $b:expr) => { stringify!($b) };
+                    }
+                    format!("{}", String::from("shown"))
+                };
+                (b.0, b.1, n, std::vec![1, 2], shown)
+            }
+
+            async fn one() -> u8 {
+                1
+            }
+
+            /// Polls a future that never waits (the corpus's own) to its end.
+            fn ready<F: std::future::Future>(f: F) -> F::Output {
+                let mut f = std::pin::pin!(f);
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                match f.as_mut().poll(&mut cx) {
+                    std::task::Poll::Ready(v) => v,
+                    std::task::Poll::Pending => unreachable!("the corpus's futures never wait"),
+                }
+            }
+
+            /// Issue 29: a future is as large annotated as plain, whether a site awaits in its
+            /// operands (left as written) or holds its result across an `.await`.
+            fn futures(out: &mut Vec<String>) {
+                use std::mem::size_of_val;
+                let a = async { vec![one().await, one().await, one().await] };
+                let b = async { Box::new(one().await) };
+                let c = async { vec![[0u8; 256], [one().await; 256]] };
+                let d = async {
+                    let held = vec![1u8, 2];
+                    let s = String::from("held");
+                    (held, one().await, s)
+                };
+                let e = async {
+                    let b = Box::new([7u8; 64]);
+                    b.len() + one().await as usize
+                };
+                let sizes = (size_of_val(&a), size_of_val(&b), size_of_val(&c), size_of_val(&d), size_of_val(&e));
+                line(out, "future sizes", sizes);
+                let c = ready(c);
+                line(out, "futures' values", (ready(a), ready(b), c[1][255], ready(d), ready(e)));
+            }
+
+            #[allow(dead_code)]
+            const HALF: usize = usize::MAX / 2;
+
+            /// Issue 29: a capacity too large to allocate aborts in std's `String::with_capacity`,
+            /// called from here (not called by `run`, it aborts the process: the debug-build
+            /// run of the corpus, `alloc-macros/tests/cargo_fixtures.rs`, reads its backtrace).
+            #[allow(dead_code)]
+            pub fn huge_capacity() -> String {
+                String::with_capacity(HALF)
+            }
+
+            /// Issue 29: likewise, a capacity overflow panics in std's `Vec::with_capacity`,
+            /// called from here (not called by `run`).
+            #[allow(dead_code)]
+            pub fn overflowing_capacity() -> Vec<u64> {
+                Vec::<u64>::with_capacity(usize::MAX)
             }
 
             pub fn run() -> Vec<String> {
@@ -367,6 +487,10 @@ macro_rules! corpus {
                 drop(h);
                 line(&mut out, "vec![[1u8; 1 MiB]] on a 2 MiB stack", big_element_on_small_stack());
                 reach(&mut out);
+                line(&mut out, "const generic capacity", (capacity_of::<0>(), capacity_of::<24>(), capacity_of::<5000>()));
+                attributes(&mut out);
+                line(&mut out, "shadowed Box and vec!", shadowed());
+                futures(&mut out);
                 out
             }
         }

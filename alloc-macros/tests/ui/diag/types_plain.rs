@@ -23,7 +23,13 @@ fn l() -> Vec<u8> {
     vec![1u8, 2u16, 3]
 }
 
+// (plain: the same code without the attribute)
+fn m() -> String {
+    String::with_capacity(u8::MAX)
+}
+
 fn main() {
+    m();
     g();
     h();
     k();

@@ -1,0 +1,13 @@
+// Issue 29, item 3: a use after move in `vec!`'s elements reads as without the attribute (see
+// tests/ui.rs): no suggestion about a function the user never wrote.
+specalloc::install!(static GLOBAL);
+
+#[specalloc::specialize]
+fn twice() -> Vec<String> {
+    let s = String::new();
+    vec![s, s]
+}
+
+fn main() {
+    twice();
+}
