@@ -69,6 +69,30 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     large::alloc_huge_aligned(size, align.max(CHUNK_SIZE), zero)
 }
 
+/// Requests up to this size (1 KiB) take [`C_CLASS`]: one table load to their size class.
+const C_SMALL_MAX: usize = 1024;
+
+/// The size class of a C request of 1 to 1,024 bytes at its [`default_align`], by
+/// `(size + 7) / 8`: the class [`route`] gives every size of the bucket (checked below), so
+/// that `malloc` skips the general router (the alignment, the tiny test, the two tables).
+static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
+    let mut t = [0u8; C_SMALL_MAX / 8 + 1];
+    let mut size = 1;
+    while size <= C_SMALL_MAX {
+        let Route::Small(class) = route(size, default_align(size)) else {
+            panic!("a C request of at most 1 KiB is not small");
+        };
+        let i = (size + 7) / 8;
+        assert!(
+            t[i] == 0 || t[i] as usize == class,
+            "a bucket spans two classes"
+        );
+        t[i] = class as u8;
+        size += 1;
+    }
+    t
+};
+
 /// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
 /// [`default_align`]. Null when the OS refuses memory or `size` is impossible.
 ///
@@ -83,6 +107,9 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
 /// ```
 #[inline]
 pub fn malloc(size: usize) -> *mut u8 {
+    if size.wrapping_sub(1) < C_SMALL_MAX {
+        return crate::heap::alloc_small::<false>(C_CLASS[(size + 7) >> 3] as usize, size);
+    }
     let size = size.max(1);
     alloc_aligned(size, default_align(size), false)
 }
@@ -103,6 +130,9 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
     let Some(total) = n.checked_mul(size) else {
         return ptr::null_mut();
     };
+    if total.wrapping_sub(1) < C_SMALL_MAX {
+        return crate::heap::alloc_small::<true>(C_CLASS[(total + 7) >> 3] as usize, total);
+    }
     let total = total.max(1);
     alloc_aligned(total, default_align(total), true)
 }
@@ -146,7 +176,11 @@ unsafe fn kind_of<'a>(p: *mut u8) -> Kind<'a> {
     // SAFETY: a block not at a chunk boundary is chunk-backed (module docs), so its span
     // descriptor is valid while it lives.
     let s = unsafe { &*span_of(p) };
-    if s.state.load(Ordering::Relaxed) == STATE_LARGE {
+    // A medium object's span has class 0, a size class's never: the class byte, which the free
+    // reads anyway, tells them apart (the state byte would be one more load, on a line of its
+    // own).
+    if s.class.get() == 0 {
+        debug_assert_eq!(s.state.load(Ordering::Relaxed), STATE_LARGE);
         Kind::Medium(s)
     } else {
         Kind::Small(s)
