@@ -8,8 +8,9 @@
 //! # How
 //!
 //! 1. **Build** `src/bin/realworld_worker.rs` once per allocator, each with
-//!    exactly its `global-*` feature into its own target directory
-//!    (`<out>/builds/<allocator>`), and check each binary: it must describe
+//!    exactly its `global-*` feature (one `cargo build` each, in the driver's
+//!    target directory, which keeps each feature set's artifacts apart; the
+//!    binary copied to `<out>/workers/<allocator>/`), and check each binary: it must describe
 //!    itself as that allocator, and `nm` must find that allocator's code
 //!    and no other's (a build that fails is refused and left out).
 //! 2. **Rounds**: one untimed warm-up round, then `--rounds` rounds; each
@@ -215,19 +216,21 @@ fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
         ]);
     }
     let mut out = Vec::new();
-    let mut report =
-        String::from("build checks: each worker built alone into its own target directory\n");
-    for (name, feature) in builds {
-        let dir = opts.out.join("builds").join(name);
-        eprintln!("[realworld] building {name} into {}", dir.display());
+    let mut report = String::from(
+        "build checks: each worker built with exactly its allocator's feature, then checked\n",
+    );
+    let target = workers::target_dir();
+    let n = builds.len();
+    for (k, (name, feature)) in builds.into_iter().enumerate() {
         let features: Vec<&str> = [feature].into_iter().filter(|f| !f.is_empty()).collect();
-        workers::cargo_build(
+        let bin = workers::build_worker(
+            &workers::progress("realworld", k + 1, n, name, &features),
             "specalloc-bench",
-            &["--bin", "realworld_worker"],
+            "realworld_worker",
             &features,
-            &dir,
+            &target,
+            &opts.out.join("workers").join(name).join("realworld_worker"),
         )?;
-        let bin = dir.join("release").join("realworld_worker");
         let problems = check(name, &bin)?;
         let verdict = if problems.is_empty() {
             "ok".to_string()
