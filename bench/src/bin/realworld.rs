@@ -45,7 +45,9 @@
 //! The peers need `--features peers` (snmalloc needs a C++ compiler, no
 //! `cmake`). Output: the tables on stdout and in `<out>/realworld.md`
 //! (`<out>/callgrind.md` for `--callgrind`), raw samples in
-//! `<out>/realworld.csv`; `<out>` is `target/realworld` unless `--out`.
+//! `<out>/realworld.csv`, the chart of wall time per program relative to
+//! glibc's (the `system` worker) in `<out>/realworld.svg`; `<out>` is
+//! `target/realworld` unless `--out`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -53,6 +55,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use specalloc_bench::chart;
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::harness::SplitMix64;
 use specalloc_bench::realworld::report::{self, Instructions, RunLine, Samples, AA, SPECALLOC};
@@ -377,11 +380,38 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     print!("{md}");
     write(&opts.out.join("realworld.md"), &md)?;
     write(&opts.out.join("realworld.csv"), &csv)?;
+    let svg = opts.out.join("realworld.svg");
+    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
+    let note = format!(
+        "{}; commit {}; {}",
+        if opts.quick {
+            "--quick: a smoke test, NOT A MEASUREMENT".to_string()
+        } else {
+            format!("median of {} interleaved rounds", opts.rounds)
+        },
+        workers::commit(),
+        workers::machine()
+    );
+    let chart = chart::ratio_chart(
+        &svg,
+        "Real Rust programs: wall time relative to glibc's malloc (System; below 1: faster)",
+        &note,
+        "wall time / glibc's (median)",
+        &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        &report::relative_wall(&samples, &names, &config_names, "system"),
+    );
     eprintln!(
         "[realworld] tables: {}; raw samples: {}",
         opts.out.join("realworld.md").display(),
         opts.out.join("realworld.csv").display()
     );
+    match chart {
+        Ok(()) => eprintln!(
+            "[realworld] chart of time per program relative to glibc: {}",
+            svg.display()
+        ),
+        Err(e) => eprintln!("[realworld] chart not written: {e}"),
+    }
     Ok(())
 }
 
