@@ -223,11 +223,14 @@ mod tests {
         }
         // The x axis is labelled in bytes (plotters writes each text on a line of its own).
         assert!(svg.lines().any(|l| l.trim() == "100"), "no x label 100");
-        assert_eq!(
-            svg.matches("<polyline").count(),
-            2 + 2,
-            "two lines, two legend marks"
-        );
+        // Each series is drawn in its own colour: its line and its legend mark.
+        for colour in ["#D62728", "#1F77B4"] {
+            let lines = svg
+                .lines()
+                .filter(|l| l.starts_with("<polyline") && l.contains(colour))
+                .count();
+            assert_eq!(lines, 2, "{colour}: a line and a legend mark");
+        }
     }
 
     #[test]

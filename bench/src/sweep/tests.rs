@@ -493,11 +493,7 @@ fn headline_per_size_range_and_chart_series() {
     );
     assert!(lines[4].trim_start().starts_with("512–1024 B"), "{text}");
     // No peer at all: the column says so.
-    let alone = pool.results(
-        AllocPath::Plain,
-        Shape::Pair,
-        &columns(&names[..2].to_vec()),
-    );
+    let alone = pool.results(AllocPath::Plain, Shape::Pair, &columns(&names[..2]));
     assert!(headline(&[("x", &alone)])
         .lines()
         .nth(1)

@@ -37,8 +37,8 @@ struct Tables {
 }
 
 /// The note `--quick` puts beside its figures.
-const QUICK_NOTE: &str = "--quick: a few short rounds to check that everything runs; \
-                          NOT A MEASUREMENT (run without --quick for figures)";
+const QUICK_NOTE: &str =
+    "--quick: a few short rounds, a smoke test: NOT A MEASUREMENT (run without --quick for figures)";
 
 /// Prints the answer, writes the details and the chart.
 pub(crate) fn report(
@@ -128,9 +128,8 @@ fn answer(opts: &Opts, run: &Run, tables: &BTreeMap<String, Results>, aa: f64) -
     };
     let _ = writeln!(
         out,
-        "size sweep ({what}): ns per operation of a specialised allocation, and its ratio \
-         to the others\n(geomean over the sizes of each range; below 1.00× the specialised \
-         routine is faster)"
+        "size sweep, {what}: what a specialised allocation costs\n(ns: geomean over the sizes of \
+         each range; ratios below 1.00×: the specialised routine is faster)"
     );
     let _ = writeln!(out);
     let picked: Vec<(&str, &Results)> = [("alloc+free", "plain/pair"), ("alloc", "plain/alloc")]
@@ -334,4 +333,83 @@ fn overview_line(res: &Results, full: &Results) -> Vec<String> {
         fmt_delta2(stats::geomean(&aa)),
         format!("{:.1}%", worst * 100.0),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specalloc_bench::sweep::{CellId, SampleLine};
+
+    fn pool() -> Pool {
+        let mut pool = Pool::default();
+        for round in 0..3 {
+            for (config, ns) in [(GENERIC, 10.0), (SPECIALISED, 6.0), ("system", 20.0)] {
+                for shape in Shape::ALL {
+                    for size in SIZES {
+                        let s = SampleLine {
+                            cell: CellId {
+                                config: config.to_string(),
+                                path: AllocPath::Plain,
+                                shape,
+                                size,
+                            },
+                            position: 0,
+                            iters: 10,
+                            ops: 10,
+                            elapsed_ns: (ns * 10.0) as u64,
+                        };
+                        pool.add(&s, round);
+                    }
+                }
+            }
+        }
+        pool
+    }
+
+    #[test]
+    fn the_answer_is_short_and_quick_says_what_it_is() {
+        let pool = pool();
+        let cols: Vec<String> = [GENERIC, SPECIALISED, "system"].map(String::from).to_vec();
+        let tables: BTreeMap<String, Results> = Shape::ALL
+            .iter()
+            .map(|&shape| {
+                let r = pool.results(AllocPath::Plain, shape, &cols);
+                (r.name.clone(), r)
+            })
+            .collect();
+        let run = Run {
+            processes: 3,
+            invocations: 9,
+            load_start: "0.1".into(),
+            load_end: "0.2".into(),
+            seconds: 1.0,
+        };
+        let args = |v: &[&str]| crate::parse_args(v.iter().map(|s| s.to_string()).collect());
+        let quick = answer(&args(&["--quick"]).unwrap(), &run, &tables, 1.0);
+        let lines: Vec<&str> = quick.lines().collect();
+        assert!(lines.iter().all(|l| l.chars().count() <= 100), "{quick}");
+        assert!(lines[0].contains("NOT A MEASUREMENT"), "{quick}");
+        // The note stands right under the table's last row.
+        let last_row = lines
+            .iter()
+            .rposition(|l| l.contains("512–1024 B"))
+            .unwrap();
+        assert!(lines[last_row + 1].contains("NOT A MEASUREMENT"), "{quick}");
+        // Both shapes, four ranges each, specialised 0.60× generic and 0.30× system.
+        assert_eq!(
+            lines.iter().filter(|l| l.contains(" B ")).count(),
+            8,
+            "{quick}"
+        );
+        assert!(
+            lines[4].contains("0.60×") && lines[4].contains("0.30×"),
+            "{quick}"
+        );
+        let full = answer(&args(&[]).unwrap(), &run, &tables, 1.0);
+        assert!(!full.contains("NOT A MEASUREMENT"), "{full}");
+        assert!(
+            full.starts_with("size sweep, median of 30 interleaved rounds"),
+            "{full}"
+        );
+    }
 }
