@@ -459,8 +459,8 @@ fn run_one(prog: &Program, preload: Option<&Path>) -> (Run, Vec<u8>) {
     )
 }
 
-/// The tables: every program on every allocator, then the geometric means and the A/A
-/// control.
+/// The tables: the summary first (the geometric means, the A/A control, the check against
+/// glibc's outputs), then every program on every allocator.
 fn table(
     programs: &[Program],
     allocs: &[(String, Option<PathBuf>)],
@@ -473,8 +473,40 @@ fn table(
     let med = |p: usize, k: usize, f: fn(&Run) -> f64| {
         median(&runs[p][k].iter().map(f).collect::<Vec<_>>())
     };
-    let mut out = format!(
-        "C workloads, {rounds} interleaved rounds per program and allocator (median; spread = \
+    let mut summary =
+        String::from("Geometric mean of the median wall times over all programs:\n\n");
+    let mut g = vec![vec![
+        "allocator".to_string(),
+        "geomean wall s".into(),
+        "vs glibc".into(),
+        "vs specalloc".into(),
+    ]];
+    let gm = |k: usize| {
+        geomean(
+            &(0..programs.len())
+                .map(|p| med(p, k, |r| r.wall))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let gspec = gm(spec);
+    for (k, (name, _)) in allocs.iter().enumerate() {
+        g.push(vec![
+            name.clone(),
+            format!("{:.3}", gm(k)),
+            format!("{:.2}×", gm(k) / gm(0)),
+            format!("{:.2}×", gm(k) / gspec),
+        ]);
+    }
+    summary += &markdown(&g);
+    summary += &format!(
+        "\nA/A control: specalloc A/A over specalloc {:.3}× (geometric mean; its true difference \
+         is 0, so smaller differences are noise).\nEvery run's output was the same as glibc's \
+         run of the same program (compared byte for byte).\n",
+        gm(aa) / gspec
+    );
+    let mut out = summary;
+    out += &format!(
+        "\nC workloads, {rounds} interleaved rounds per program and allocator (median; spread = \
          largest deviation from the median after Tukey's fences; RSS = peak; \"vs glibc\", \
          \"vs fastest peer\" = wall time over glibc's, over the fastest peer's on that program)\n\n"
     );
@@ -513,34 +545,6 @@ fn table(
         }
     }
     out += &markdown(&lines);
-    out += "\nGeometric mean of the median wall times over all programs:\n\n";
-    let mut g = vec![vec![
-        "allocator".to_string(),
-        "geomean wall s".into(),
-        "vs specalloc".into(),
-    ]];
-    let gm = |k: usize| {
-        geomean(
-            &(0..programs.len())
-                .map(|p| med(p, k, |r| r.wall))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let gspec = gm(spec);
-    for (k, (name, _)) in allocs.iter().enumerate() {
-        g.push(vec![
-            name.clone(),
-            format!("{:.3}", gm(k)),
-            format!("{:.2}×", gm(k) / gspec),
-        ]);
-    }
-    out += &markdown(&g);
-    out += &format!(
-        "\nA/A control: specalloc A/A over specalloc {:.3}× (geometric mean; its true difference \
-         is 0, so smaller differences are noise).\nEvery run's output was the same as glibc's \
-         run of the same program (compared byte for byte).\n",
-        gm(aa) / gspec
-    );
     out
 }
 
