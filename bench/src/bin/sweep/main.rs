@@ -145,11 +145,16 @@ fn usage() -> Usage {
         synopsis: "[--quick] [--rounds N] [--target-us N] [--seed N] [--out DIR] [--no-peers]\n\
                    [--sub K] [--cells-per-run K]\n\
                    --verify | --callgrind [--cg-n N] | --binsize | --trap",
-        flags: Common::help(
-            "5 rounds of ~0.5 ms samples (about a minute)",
-            30,
-            "output directory (default target/sweep)",
-        ) + "  --target-us N  length of one sample in µs (default 2000)\n\
+        flags: "  How long: 30 rounds take about 5 minutes once the workers are built; the first \
+                run builds\n  3 workers (6 with --features peers: minutes more, jemalloc and \
+                snmalloc compile C and C++).\n\n"
+            .to_string()
+            + &Common::help(
+                "5 rounds of ~0.5 ms samples (about a minute once built)",
+                30,
+                "output directory (default target/sweep)",
+            )
+            + "  --target-us N  length of one sample in µs (default 2000)\n\
              \x20 --sub K        a sample is the fastest of K runs of 1/K of it (default 5; 1: plain)\n\
              \x20 --cells-per-run K  cells per worker invocation (default 16; 0: all of a process's)\n\
              \x20 --no-peers     leave mimalloc, jemalloc and snmalloc out (built with --features peers)\n\
