@@ -42,6 +42,33 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// Draws the title and the note's lines (split at `\n`) at the top of `root`;
+/// returns the area under them.
+fn header<'a>(
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    title: &str,
+    note: &str,
+) -> Result<DrawingArea<SVGBackend<'a>, plotters::coord::Shift>, DrawingAreaErrorKind<std::io::Error>>
+{
+    let lines: Vec<&str> = note.lines().collect();
+    let (top, body) = root.split_vertically(36 + 18 * lines.len() as u32);
+    top.draw_text(title, &("sans-serif", 20).into_text_style(&top), (10, 6))?;
+    for (i, line) in lines.iter().enumerate() {
+        let y = 32 + 18 * i as i32;
+        top.draw_text(line, &("sans-serif", 13).into_text_style(&top), (10, y))?;
+    }
+    Ok(body)
+}
+
+/// The smallest positive y of `series`, for the bottom of a log y axis.
+fn y_min(series: &[Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// The largest y of `series`, for the top of the y axis.
 fn y_max(series: &[Series]) -> f64 {
     series
@@ -52,8 +79,9 @@ fn y_max(series: &[Series]) -> f64 {
 }
 
 /// A line chart of cost against allocation size: x on a log scale from 1 to
-/// 1024 bytes, y from 0; `note` (for example "--quick: not a measurement")
-/// goes under the title.
+/// 1024 bytes, y on a log scale too (costs differ tenfold between sizes and
+/// allocators); `note` (for example "--quick: not a measurement", one line
+/// per `\n`) goes under the title.
 pub fn size_chart(
     path: &Path,
     title: &str,
@@ -63,24 +91,27 @@ pub fn size_chart(
 ) -> Result<(), String> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
-    let (top, body) = root.split_vertically(50);
-    top.draw_text(title, &("sans-serif", 20).into_text_style(&top), (10, 6))
-        .map_err(err(path))?;
-    top.draw_text(note, &("sans-serif", 14).into_text_style(&top), (10, 30))
-        .map_err(err(path))?;
+    let body = header(&root, title, note).map_err(err(path))?;
     let mut chart = ChartBuilder::on(&body)
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(
             (1f64..1100f64).log_scale(),
-            0f64..y_max(series) * 1.1 + 1e-9,
+            (y_min(series).min(1e9) * 0.8..y_max(series).max(1e-9) * 1.25).log_scale(),
         )
         .map_err(err(path))?;
     chart
         .configure_mesh()
         .x_desc("allocation size (bytes, log scale)")
-        .y_desc(y_label)
+        .y_desc(format!("{y_label} (log scale)"))
+        .y_label_formatter(&|y| {
+            if *y < 10.0 {
+                format!("{y:.1}")
+            } else {
+                format!("{y:.0}")
+            }
+        })
         .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()
         .map_err(err(path))?;
@@ -121,11 +152,7 @@ pub fn ratio_chart(
 ) -> Result<(), String> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
-    let (top, body) = root.split_vertically(50);
-    top.draw_text(title, &("sans-serif", 20).into_text_style(&top), (10, 6))
-        .map_err(err(path))?;
-    top.draw_text(note, &("sans-serif", 14).into_text_style(&top), (10, 30))
-        .map_err(err(path))?;
+    let body = header(&root, title, note).map_err(err(path))?;
     let n = categories.len().max(1);
     let y_top = y_max(series).max(1.0) * 1.1;
     let mut chart = ChartBuilder::on(&body)

@@ -197,7 +197,7 @@ fn main() {
     report += &table(&programs, &allocs, &runs, rounds);
     let svg = out.join("ctable.svg");
     let note = format!(
-        "{}; median of {rounds} rounds; commit {}; {}",
+        "{}; median of {rounds} rounds\ncommit {}; {}",
         if quick {
             QUICK_NOTE
         } else {

@@ -383,7 +383,7 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let svg = opts.out.join("realworld.svg");
     let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let note = format!(
-        "{}; commit {}; {}",
+        "{}\ncommit {}; {}",
         if opts.quick {
             "--quick: a smoke test, NOT A MEASUREMENT".to_string()
         } else {

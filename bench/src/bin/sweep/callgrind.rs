@@ -84,7 +84,7 @@ pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         &svg,
         "specalloc: instructions per allocation by size (plain path; callgrind)",
         &format!(
-            "instruction counts do not depend on the machine's load; commit {}; {}",
+            "instruction counts do not depend on the machine's load\ncommit {}; {}",
             commit(),
             machine()
         ),

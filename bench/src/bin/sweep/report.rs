@@ -97,12 +97,8 @@ pub(crate) fn report(
             let _ = writeln!(answer, "  chart: not written ({e})");
         }
     }
-    let _ = writeln!(
-        answer,
-        "  raw samples: {}; per cell: {}",
-        csv.display(),
-        summary.display()
-    );
+    let _ = writeln!(answer, "  raw samples: {}", csv.display());
+    let _ = writeln!(answer, "  one line per cell: {}", summary.display());
     let _ = writeln!(
         answer,
         "  build checks: {}",
@@ -169,7 +165,7 @@ fn chart_note(opts: &Opts, run: &Run) -> String {
             opts.rounds, run.load_start, run.load_end
         )
     };
-    format!("{what}; {}; commit {}", machine(), commit())
+    format!("{what}\n{}; commit {}", machine(), commit())
 }
 
 /// The lines above the tables of `sweep.txt`.
