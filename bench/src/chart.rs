@@ -154,7 +154,8 @@ pub fn ratio_chart(
     root.fill(&WHITE).map_err(err(path))?;
     let body = header(&root, title, note).map_err(err(path))?;
     let n = categories.len().max(1);
-    let y_top = y_max(series).max(1.0) * 1.1;
+    // Headroom above the highest point for the legend, so that it hides no marker.
+    let y_top = y_max(series).max(1.0) * (1.2 + 0.05 * series.len() as f64);
     let mut chart = ChartBuilder::on(&body)
         .margin(12)
         .x_label_area_size(40)
