@@ -385,7 +385,7 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let note = format!(
         "{}\ncommit {}; {}",
         if opts.quick {
-            "--quick: a smoke test, NOT A MEASUREMENT".to_string()
+            QUICK_NOTE.to_string()
         } else {
             format!("median of {} interleaved rounds", opts.rounds)
         },
@@ -415,6 +415,10 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     Ok(())
 }
 
+/// What `--quick` prints above and under its tables, and on its chart.
+const QUICK_NOTE: &str =
+    "--quick: a few short rounds at small scales, a smoke test: NOT A MEASUREMENT";
+
 /// The markdown report of the timed rounds: wall-time and peak-RSS tables.
 fn time_report(
     opts: &Opts,
@@ -425,6 +429,9 @@ fn time_report(
 ) -> String {
     let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let mut md = String::new();
+    if opts.quick {
+        let _ = writeln!(md, "**{QUICK_NOTE}**\n");
+    }
     let _ = writeln!(md, "command: `{}`", command_line(opts));
     let _ = writeln!(
         md,
@@ -471,6 +478,9 @@ fn time_report(
         samples, &names, configs,
     )));
     let _ = writeln!(md, "\nscales: {}", scales(programs, opts.quick));
+    if opts.quick {
+        let _ = writeln!(md, "\n**{QUICK_NOTE}**");
+    }
     md
 }
 
@@ -531,6 +541,9 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     }
     let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let mut md = String::new();
+    if opts.quick {
+        let _ = writeln!(md, "**{QUICK_NOTE}**\n");
+    }
     let _ = writeln!(md, "command: `{}`", command_line(opts));
     let _ = writeln!(md, "machine: {}", workers::machine());
     let _ = writeln!(
