@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run --example debug_bench [pairs_per_round] [rounds]
 //! cargo run --example debug_bench --features compare-system        # glibc as the global allocator
-//! # with the profile lines the README recommends:
+//! # with the profile lines docs/usage.md ("Debug builds") recommends:
 //! cargo run --example debug_bench --config 'profile.dev.package.specalloc-runtime.opt-level=3'
 //! ```
 //!

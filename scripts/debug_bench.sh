@@ -8,7 +8,7 @@
 #   spec/dev+O3   with `opt-level = 3` for the runtime:
 #                   [profile.dev.package.specalloc-runtime]
 #                   opt-level = 3
-#   spec/dev+rec  the README's recommended lines: the above plus `debug-assertions = false` and
+#   spec/dev+rec  docs/usage.md's recommended lines: the above plus `debug-assertions = false` and
 #                 `overflow-checks = false` for the runtime
 #   glibc/release, spec/release   `--release`, for reference
 # Prints the median ns/pair over `runs` interleaved runs (each the median of 3 rounds) and, with

@@ -117,6 +117,13 @@ mod report;
 #[doc = include_str!("../docs/macros.md")]
 pub mod guide {}
 
+/// The README's Rust snippets, compiled and run as doctests (`cargo test -p specalloc --doc`)
+/// with warnings denied, so that the Quickstart works, and stays quiet, as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+#[doc(test(attr(deny(warnings))))]
+pub mod readme {}
+
 pub use report::{site_report, sites, SiteReport, SiteRoute, SiteStats};
 
 /// Declares [`SpecAlloc`] as the program's global allocator and lets the size-specialised

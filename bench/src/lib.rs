@@ -1,5 +1,7 @@
 //! Benchmark support for specalloc.
 //!
+//! * [`chart`]: the SVG charts (plotters): cost per allocation size, and
+//!   time per program relative to glibc;
 //! * [`cli`]: the one argument parser of every bench binary (lexopt);
 //! * [`stats`]: medians, spreads, geometric means and the Mann-Whitney U
 //!   test, for comparing timing samples;
@@ -22,6 +24,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod chart;
 pub mod cli;
 pub mod harness;
 pub mod realworld;

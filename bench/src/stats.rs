@@ -1,4 +1,4 @@
-//! Small, dependency-free statistics for benchmark samples.
+//! Statistics for benchmark samples (the error function from `statrs`).
 //!
 //! Everything here works on plain `f64` slices (typically nanoseconds per
 //! operation, one value per measurement round) and never panics on odd
@@ -209,30 +209,10 @@ fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
     prev.swap_remove(n2)
 }
 
-/// The standard normal survival function `P(Z > z) = erfc(z / sqrt 2) / 2`.
+/// The standard normal survival function `P(Z > z) = erfc(z / sqrt 2) / 2`
+/// (statrs' `erfc`).
 pub fn normal_sf(z: f64) -> f64 {
-    0.5 * erfc(z / std::f64::consts::SQRT_2)
-}
-
-/// The complementary error function, with a relative error below 1.2e-7
-/// everywhere (the Chebyshev fit from Numerical Recipes, `erfcc`).
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = t * poly.exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
+    0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
 }
 
 #[cfg(test)]

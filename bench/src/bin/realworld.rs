@@ -8,8 +8,9 @@
 //! # How
 //!
 //! 1. **Build** `src/bin/realworld_worker.rs` once per allocator, each with
-//!    exactly its `global-*` feature into its own target directory
-//!    (`<out>/builds/<allocator>`), and check each binary: it must describe
+//!    exactly its `global-*` feature (one `cargo build` each, in the driver's
+//!    target directory, which keeps each feature set's artifacts apart; the
+//!    binary copied to `<out>/workers/<allocator>/`), and check each binary: it must describe
 //!    itself as that allocator, and `nm` must find that allocator's code
 //!    and no other's (a build that fails is refused and left out).
 //! 2. **Rounds**: one untimed warm-up round, then `--rounds` rounds; each
@@ -44,7 +45,9 @@
 //! The peers need `--features peers` (snmalloc needs a C++ compiler, no
 //! `cmake`). Output: the tables on stdout and in `<out>/realworld.md`
 //! (`<out>/callgrind.md` for `--callgrind`), raw samples in
-//! `<out>/realworld.csv`; `<out>` is `target/realworld` unless `--out`.
+//! `<out>/realworld.csv`, the chart of wall time per program relative to
+//! glibc's (the `system` worker) in `<out>/realworld.svg`; `<out>` is
+//! `target/realworld` unless `--out`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -52,6 +55,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use specalloc_bench::chart;
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::harness::SplitMix64;
 use specalloc_bench::realworld::report::{self, Instructions, RunLine, Samples, AA, SPECALLOC};
@@ -215,19 +219,21 @@ fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
         ]);
     }
     let mut out = Vec::new();
-    let mut report =
-        String::from("build checks: each worker built alone into its own target directory\n");
-    for (name, feature) in builds {
-        let dir = opts.out.join("builds").join(name);
-        eprintln!("[realworld] building {name} into {}", dir.display());
+    let mut report = String::from(
+        "build checks: each worker built with exactly its allocator's feature, then checked\n",
+    );
+    let target = workers::target_dir();
+    let n = builds.len();
+    for (k, (name, feature)) in builds.into_iter().enumerate() {
         let features: Vec<&str> = [feature].into_iter().filter(|f| !f.is_empty()).collect();
-        workers::cargo_build(
+        let bin = workers::build_worker(
+            &workers::progress("realworld", k + 1, n, name, &features),
             "specalloc-bench",
-            &["--bin", "realworld_worker"],
+            "realworld_worker",
             &features,
-            &dir,
+            &target,
+            &opts.out.join("workers").join(name).join("realworld_worker"),
         )?;
-        let bin = dir.join("release").join("realworld_worker");
         let problems = check(name, &bin)?;
         let verdict = if problems.is_empty() {
             "ok".to_string()
@@ -374,13 +380,44 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     print!("{md}");
     write(&opts.out.join("realworld.md"), &md)?;
     write(&opts.out.join("realworld.csv"), &csv)?;
+    let svg = opts.out.join("realworld.svg");
+    let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
+    let note = format!(
+        "{}\ncommit {}; {}",
+        if opts.quick {
+            QUICK_NOTE.to_string()
+        } else {
+            format!("median of {} interleaved rounds", opts.rounds)
+        },
+        workers::commit(),
+        workers::machine()
+    );
+    let chart = chart::ratio_chart(
+        &svg,
+        "Real Rust programs: wall time relative to glibc's malloc (System; below 1: faster)",
+        &note,
+        "wall time / glibc's (median)",
+        &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        &report::relative_wall(&samples, &names, &config_names, "system"),
+    );
     eprintln!(
         "[realworld] tables: {}; raw samples: {}",
         opts.out.join("realworld.md").display(),
         opts.out.join("realworld.csv").display()
     );
+    match chart {
+        Ok(()) => eprintln!(
+            "[realworld] chart of time per program relative to glibc: {}",
+            svg.display()
+        ),
+        Err(e) => eprintln!("[realworld] chart not written: {e}"),
+    }
     Ok(())
 }
+
+/// What `--quick` prints above and under its tables, and on its chart.
+const QUICK_NOTE: &str =
+    "--quick: a few short rounds at small scales, a smoke test: NOT A MEASUREMENT";
 
 /// The markdown report of the timed rounds: wall-time and peak-RSS tables.
 fn time_report(
@@ -392,6 +429,9 @@ fn time_report(
 ) -> String {
     let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let mut md = String::new();
+    if opts.quick {
+        let _ = writeln!(md, "**{QUICK_NOTE}**\n");
+    }
     let _ = writeln!(md, "command: `{}`", command_line(opts));
     let _ = writeln!(
         md,
@@ -438,6 +478,9 @@ fn time_report(
         samples, &names, configs,
     )));
     let _ = writeln!(md, "\nscales: {}", scales(programs, opts.quick));
+    if opts.quick {
+        let _ = writeln!(md, "\n**{QUICK_NOTE}**");
+    }
     md
 }
 
@@ -498,6 +541,9 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     }
     let names: Vec<&str> = programs.iter().map(|p| p.name).collect();
     let mut md = String::new();
+    if opts.quick {
+        let _ = writeln!(md, "**{QUICK_NOTE}**\n");
+    }
     let _ = writeln!(md, "command: `{}`", command_line(opts));
     let _ = writeln!(md, "machine: {}", workers::machine());
     let _ = writeln!(

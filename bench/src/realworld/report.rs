@@ -162,6 +162,34 @@ fn ratio_cell(a: &[f64], b: &[f64]) -> String {
     }
 }
 
+/// The chart's data: per configuration but `baseline` and the A/A control,
+/// each program's median wall time over `baseline`'s (the program's index
+/// in `programs` is x); programs without samples of both are left out.
+pub fn relative_wall(
+    samples: &Samples,
+    programs: &[&str],
+    configs: &[String],
+    baseline: &str,
+) -> Vec<crate::chart::Series> {
+    configs
+        .iter()
+        .filter(|c| c.as_str() != baseline && c.as_str() != AA)
+        .map(|c| crate::chart::Series {
+            name: c.clone(),
+            points: programs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let r = stats::median(&samples.wall(p, c))
+                        / stats::median(&samples.wall(p, baseline));
+                    (i as f64, r)
+                })
+                .filter(|(_, r)| r.is_finite())
+                .collect(),
+        })
+        .collect()
+}
+
 /// The wall-time table: per program, `median ± spread` ms of every
 /// configuration, specalloc's ratio to the fastest peer (`~`: not
 /// significant), and the A/A control's difference.
@@ -510,6 +538,21 @@ mod tests {
         assert_eq!(c[1][1..], ["9 / 2", "18 / 1", "11 / 4", "0.50× (mimalloc)"]);
         let f = faults_table(&s, &["p"], &configs);
         assert_eq!(f[1][1..], ["8192", "4096", "16384", "0.50× (mimalloc)"]);
+        // The chart: specalloc and mimalloc against system, no A/A, a missing program left out.
+        let series = relative_wall(&s, &["p", "absent"], &configs, "system");
+        let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [SPECALLOC, "mimalloc"]);
+        assert_eq!(series[0].points.len(), 1);
+        assert!(
+            (series[0].points[0].1 - 0.5).abs() < 0.01,
+            "{:?}",
+            series[0]
+        );
+        assert!(
+            (series[1].points[0].1 - 0.6).abs() < 0.01,
+            "{:?}",
+            series[1]
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! Cargo unifies features: if any crate of a build enables the runtime's
 //! `no-size-specialized` opt-out, every crate of that build gets it, and an
 //! "A/B" comparison silently compares B with B. So each configuration is its
-//! own `cargo build` into its own target directory, and each binary is
+//! own `cargo build` with exactly its features (all in one target directory:
+//! cargo keeps each feature set's artifacts apart), and each binary is
 //! checked ([`verify`]) before any of its samples are used: its
 //! self-description must match the configuration, and `nm` must show the
 //! size-specialised routine symbols where they belong (every specialised call
@@ -21,6 +22,7 @@
 //! build).
 
 mod check;
+mod headline;
 mod lines;
 mod nm;
 mod summary;
@@ -28,6 +30,7 @@ mod summary;
 mod tests;
 
 pub use check::*;
+pub use headline::*;
 pub use lines::*;
 pub use nm::*;
 pub use summary::*;
@@ -169,7 +172,7 @@ pub enum Expect {
 /// One build of the worker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Build {
-    /// Name of the build (and of its target directory).
+    /// Name of the build (and of the folder its binary is copied to).
     pub name: &'static str,
     /// Features of `specalloc-bench` it is built with (and no others).
     pub features: &'static [&'static str],

@@ -438,3 +438,75 @@ fn builds_and_columns() {
         ["generic", "specialised", "opt-out", "snmalloc"]
     );
 }
+
+#[test]
+fn headline_per_size_range_and_chart_series() {
+    let mut pool = Pool::default();
+    // generic 10 ns, specialised 5, system 20, mimalloc 6, jemalloc 8 at every size.
+    let configs = [
+        (GENERIC, 10.0),
+        (SPECIALISED, 5.0),
+        ("system", 20.0),
+        ("mimalloc", 6.0),
+        ("jemalloc", 8.0),
+    ];
+    for round in 0..5 {
+        for (config, ns) in configs {
+            for size in SIZES {
+                let s = SampleLine {
+                    cell: CellId {
+                        config: config.to_string(),
+                        path: AllocPath::Plain,
+                        shape: Shape::Pair,
+                        size,
+                    },
+                    position: 0,
+                    iters: 100,
+                    ops: 100,
+                    elapsed_ns: (ns * 100.0) as u64,
+                };
+                pool.add(&s, round);
+            }
+        }
+    }
+    let names: Vec<String> = configs.iter().map(|c| c.0.to_string()).collect();
+    let res = pool.results(AllocPath::Plain, Shape::Pair, &columns(&names));
+    let text = headline(&[("alloc+free", &res)]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + RANGES.len(), "{text}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{text}");
+    let first: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        first,
+        [
+            "alloc+free",
+            "1–15",
+            "B",
+            "5.00",
+            "ns",
+            "0.50×",
+            "0.25×",
+            "0.83×",
+            "mimalloc"
+        ],
+        "{text}"
+    );
+    assert!(lines[4].trim_start().starts_with("512–1024 B"), "{text}");
+    // No peer at all: the column says so.
+    let alone = pool.results(AllocPath::Plain, Shape::Pair, &columns(&names[..2]));
+    assert!(headline(&[("x", &alone)])
+        .lines()
+        .nth(1)
+        .unwrap()
+        .ends_with('-'));
+
+    let series = chart_series(&res);
+    let order: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        order,
+        [SPECIALISED, GENERIC, "system", "mimalloc", "jemalloc"]
+    );
+    assert_eq!(series[0].points.len(), SIZES.len());
+    assert_eq!(series[0].points[0], (1.0, 5.0));
+    assert_eq!(*series[1].points.last().unwrap(), (1024.0, 10.0));
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use specalloc_bench::sweep::{self, SPECIALISED};
 use specalloc_bench::table::align;
-use specalloc_bench::workers::{cargo_build, output};
+use specalloc_bench::workers::{cargo_build, output, target_dir};
 
 use crate::{command_line, Opts};
 
@@ -18,12 +18,12 @@ pub(crate) fn binsize(opts: &Opts) -> Result<(), String> {
         ("specialised", &[][..]),
         ("opt-out", &["no-size-specialized"][..]),
     ] {
-        let target = dir.join(label);
-        eprintln!(
-            "[sweep] building examples/nm_probe.rs ({label}) into {}",
-            target.display()
-        );
+        // The driver's own target directory: cargo keeps the two feature
+        // sets apart, and each binary is measured before the next build.
+        let target = target_dir();
+        eprintln!("[sweep] building examples/nm_probe.rs ({label})");
         cargo_build("specalloc", &["--example", "nm_probe"], features, &target)?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let bin = target.join("release").join("examples").join("nm_probe");
         let stripped = dir.join(format!("nm_probe-{label}.stripped"));
         output(Command::new("strip").arg("-o").arg(&stripped).arg(&bin))?;
@@ -75,9 +75,8 @@ pub(crate) fn binsize(opts: &Opts) -> Result<(), String> {
     // The sweep worker's routines, if it has been built.
     let worker = opts
         .out
-        .join("builds")
+        .join("workers")
         .join(SPECIALISED)
-        .join("release")
         .join("sweep_worker");
     if let Ok(nm) = output(
         Command::new("nm")

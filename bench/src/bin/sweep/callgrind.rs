@@ -5,17 +5,19 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::Command;
 
+use specalloc_bench::chart::{self, Series};
 use specalloc_bench::stats;
 use specalloc_bench::sweep::{self, AllocPath, CellId, Shape, GENERIC, SIZES, SPECIALISED};
 use specalloc_bench::table::{align, fmt_ratio};
-use specalloc_bench::workers::output;
+use specalloc_bench::workers::{commit, machine, output};
 
 use crate::prepare::Worker;
 use crate::{command_line, Opts};
 
 /// Instructions per operation of every cell of every build that runs under
 /// valgrind; the tables on stdout and in `<out>/callgrind.txt`, one line
-/// per cell in `<out>/callgrind.csv`.
+/// per cell in `<out>/callgrind.csv`, the chart of the plain path's
+/// allocations in `<out>/callgrind.svg`.
 pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let n = opts.cg_n;
     let mut per_op: BTreeMap<CellId, f64> = BTreeMap::new();
@@ -54,6 +56,46 @@ pub(crate) fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     for path in AllocPath::ALL {
         for shape in Shape::ALL {
             report.push_str(&table(path, shape, &cols, &per_op, &mut csv));
+        }
+    }
+    let svg = opts.out.join("callgrind.svg");
+    let series: Vec<Series> = sweep::CHART_CONFIGS
+        .iter()
+        .filter_map(|&config| {
+            let points: Vec<(f64, f64)> = SIZES
+                .iter()
+                .filter_map(|&size| {
+                    let cell = CellId {
+                        config: config.to_string(),
+                        path: AllocPath::Plain,
+                        shape: Shape::Alloc,
+                        size,
+                    };
+                    per_op.get(&cell).map(|&v| (size as f64, v))
+                })
+                .collect();
+            (!points.is_empty()).then(|| Series {
+                name: config.to_string(),
+                points,
+            })
+        })
+        .collect();
+    match chart::size_chart(
+        &svg,
+        "specalloc: instructions per allocation by size (plain path; callgrind)",
+        &format!(
+            "instruction counts do not depend on the machine's load\ncommit {}; {}",
+            commit(),
+            machine()
+        ),
+        "instructions per allocation",
+        &series,
+    ) {
+        Ok(()) => {
+            let _ = writeln!(report, "chart (plain/alloc): {}", svg.display());
+        }
+        Err(e) => {
+            let _ = writeln!(report, "chart not written: {e}");
         }
     }
     print!("{report}");

@@ -34,10 +34,13 @@
 //!
 //! # How
 //!
-//! 1. **Build** the worker once per configuration family, each with exactly
-//!    its features into its own target directory (`<out>/builds/<name>`),
-//!    so cargo's feature unification cannot carry the opt-out switch (or an
-//!    allocator) from one into another.
+//! 1. **Build** the worker once per configuration family, each its own
+//!    `cargo build` with exactly its features, so cargo's feature unification
+//!    cannot carry the opt-out switch (or an allocator) from one into
+//!    another. The builds share the driver's target directory: cargo keeps
+//!    each feature set's artifacts apart, so syn, serde and the peers are
+//!    compiled once, and each binary is copied to `<out>/workers/<name>/`.
+//!    Progress: `building worker k of n`.
 //! 2. **Verify** each binary before timing it: its self-description must
 //!    match (global allocator, opt-out state, configurations) and `nm` must
 //!    agree: in the specialised build every specialised cell calls the
@@ -61,26 +64,31 @@
 //!    lists of the same length as the specialised ones (`--aa 1` against
 //!    `--aa 0`), and the worker allocates nothing between samples, so the
 //!    two differ in nothing but the moment they run.
-//! 5. **Tables**, benchstat-style, per path and shape: median ± spread per
-//!    configuration, the change against `generic` with the Mann-Whitney
-//!    p-value (`~` when p ≥ 0.05), the geomean; then the A/A controls and
-//!    the targets (specialised ≤ 0.6× generic; specialised pair faster than
-//!    every peer).
+//! 5. **The answer** first, on stdout: per size range, a specialised
+//!    allocation's cost and its ratio to the generic path, the system
+//!    allocator and the best peer (alloc+free and alloc alone, plain path),
+//!    the A/A control, and where the details went. **The details** in
+//!    `<out>/sweep.txt`: benchstat-style tables per path and shape (median ±
+//!    spread per configuration, the change against `generic` with the
+//!    Mann-Whitney p-value, `~` when p ≥ 0.05, the geomean), the A/A
+//!    controls, the compact ratio tables and the overview; the chart of cost
+//!    per size in `<out>/sweep.svg`.
 //!
 //! # Running
 //!
 //! ```text
-//! cargo run --release -p specalloc-bench --features peers --bin sweep            # ~5 min
-//! cargo run --release -p specalloc-bench --bin sweep -- --quick                  # ~1 min
+//! cargo run --release -p specalloc-bench --features peers --bin sweep            # ~5 min warm
+//! cargo run --release -p specalloc-bench --bin sweep -- --quick                  # ~1 min warm
 //! cargo run --release -p specalloc-bench --features peers --bin sweep -- --callgrind
 //! cargo run --release -p specalloc-bench --bin sweep -- --binsize
 //! cargo run --release -p specalloc-bench --features peers --bin sweep -- --verify
 //! ```
 //!
 //! The first run builds every worker (the peers take minutes: jemalloc and
-//! snmalloc compile C/C++). Output: the tables on stdout and in
-//! `<out>/sweep.txt`, raw samples in `<out>/sweep.csv`, one line per cell in
-//! `<out>/sweep-summary.csv`; `<out>` is `target/sweep` unless `--out`.
+//! snmalloc compile C/C++). Output: the answer on stdout, the tables in
+//! `<out>/sweep.txt`, the chart in `<out>/sweep.svg`, raw samples in
+//! `<out>/sweep.csv`, one line per cell in `<out>/sweep-summary.csv`; `<out>`
+//! is `target/sweep` unless `--out`.
 //!
 //! `--callgrind` runs each worker under `valgrind --tool=callgrind` and
 //! reports instructions per operation: each cell is run for N and 2N
@@ -137,11 +145,16 @@ fn usage() -> Usage {
         synopsis: "[--quick] [--rounds N] [--target-us N] [--seed N] [--out DIR] [--no-peers]\n\
                    [--sub K] [--cells-per-run K]\n\
                    --verify | --callgrind [--cg-n N] | --binsize | --trap",
-        flags: Common::help(
-            "5 rounds of ~0.5 ms samples (about a minute)",
-            30,
-            "output directory (default target/sweep)",
-        ) + "  --target-us N  length of one sample in µs (default 2000)\n\
+        flags: "  How long: 30 rounds take about 5 minutes once the workers are built; the first \
+                run builds\n  3 workers (6 with --features peers: minutes more, jemalloc and \
+                snmalloc compile C and C++).\n\n"
+            .to_string()
+            + &Common::help(
+                "5 rounds of ~0.5 ms samples (about a minute once built)",
+                30,
+                "output directory (default target/sweep)",
+            )
+            + "  --target-us N  length of one sample in µs (default 2000)\n\
              \x20 --sub K        a sample is the fastest of K runs of 1/K of it (default 5; 1: plain)\n\
              \x20 --cells-per-run K  cells per worker invocation (default 16; 0: all of a process's)\n\
              \x20 --no-peers     leave mimalloc, jemalloc and snmalloc out (built with --features peers)\n\
@@ -215,8 +228,9 @@ fn main() {
         Mode::Binsize => binsize::binsize(&opts),
         Mode::Trap => prepare::trap(&opts),
         Mode::Sweep | Mode::Verify | Mode::Callgrind => {
-            prepare::prepare(&opts).and_then(|workers| match opts.mode {
-                Mode::Sweep => rounds::run_sweep(&opts, &workers),
+            prepare::prepare(&opts, opts.mode == Mode::Verify).and_then(|workers| match opts.mode {
+                Mode::Sweep => rounds::run_sweep(&opts, &workers)
+                    .and_then(|(run, pool)| report::report(&opts, &workers, &run, &pool)),
                 Mode::Callgrind => callgrind::callgrind(&opts, &workers),
                 _ => Ok(()),
             })

@@ -1,12 +1,13 @@
-//! Building every worker configuration into its own target directory and
-//! checking each binary before it is timed; the feature-unification trap.
+//! Building every worker configuration (one `cargo build` each, with
+//! exactly its features, in one shared target directory) and checking each
+//! binary before it is timed; the feature-unification trap.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use specalloc_bench::sweep::{self, Build, Check, Description, Expect};
-use specalloc_bench::workers::{cargo, cargo_build, output, workspace_root};
+use specalloc_bench::workers::{build_worker, cargo, output, progress, target_dir, workspace_root};
 
 use crate::Opts;
 
@@ -26,30 +27,32 @@ impl Worker {
 
 /// Builds and checks every worker; fails if the specialised build (which
 /// holds the baseline) is refused.
-pub(crate) fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
+///
+/// The builds share the driver's target directory (cargo keeps each feature
+/// set's artifacts apart, so what they have in common is compiled once); each
+/// binary is copied to `<out>/workers/<name>/` before the next build replaces
+/// it. The check table goes to `<out>/checks.txt`, and to stdout with
+/// `--verify` or when a build is refused; otherwise one line says all passed.
+pub(crate) fn prepare(opts: &Opts, print_checks: bool) -> Result<Vec<Worker>, String> {
     let mut workers = Vec::new();
-    for build in sweep::builds(opts.peers) {
-        let dir = opts.out.join("builds").join(build.name);
-        eprintln!(
-            "[sweep] building {} (features: {}) into {}",
-            build.name,
-            if build.features.is_empty() {
-                "none".to_string()
-            } else {
-                build.features.join(",")
-            },
-            dir.display()
-        );
-        cargo_build(
+    let builds = sweep::builds(opts.peers);
+    let target = target_dir();
+    for (k, build) in builds.iter().enumerate() {
+        let bin = build_worker(
+            &progress("sweep", k + 1, builds.len(), build.name, build.features),
             "specalloc-bench",
-            &["--bin", "sweep_worker"],
+            "sweep_worker",
             build.features,
-            &dir,
+            &target,
+            &opts
+                .out
+                .join("workers")
+                .join(build.name)
+                .join("sweep_worker"),
         )?;
-        let bin = dir.join("release").join("sweep_worker");
         let (desc, check) = check_worker(build.expect, &bin)?;
         workers.push(Worker {
-            build,
+            build: build.clone(),
             bin,
             desc,
             check,
@@ -57,12 +60,21 @@ pub(crate) fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
     }
     let report = check_report(
         &workers,
-        "build checks: each worker built alone into its own target directory, then checked \
-         against `nm -C --defined-only`",
+        "build checks: each worker built with exactly its features, then checked against \
+         `nm -C --defined-only`",
     );
-    print!("{report}");
     let _ = std::fs::create_dir_all(&opts.out);
-    let _ = std::fs::write(opts.out.join("checks.txt"), &report);
+    let file = opts.out.join("checks.txt");
+    let _ = std::fs::write(&file, &report);
+    if print_checks || workers.iter().any(|w| !w.ok()) {
+        print!("{report}");
+    } else {
+        eprintln!(
+            "[sweep] {} workers built and checked with nm: all ok ({})",
+            workers.len(),
+            file.display()
+        );
+    }
     if !workers[0].ok() {
         return Err("the specialised build was refused; nothing to compare with".into());
     }

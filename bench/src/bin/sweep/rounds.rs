@@ -1,5 +1,7 @@
 //! The timed sweep: calibrate each build once, then run the interleaved
-//! rounds, each a freshly shuffled sequence of worker invocations.
+//! rounds, each a freshly shuffled sequence of worker invocations. What it
+//! returns (the pooled samples and a [`Run`]) is `report.rs`'s input; this
+//! module knows nothing of the report.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,12 +13,21 @@ use specalloc_bench::sweep::{Expect, Pool, SampleLine, AA_SUFFIX, SIZES};
 use specalloc_bench::workers::{loadavg, output};
 
 use crate::prepare::Worker;
-use crate::report::{self, Run};
 use crate::Opts;
 
+/// What the rounds were: how many worker processes and invocations a round
+/// had, the load before and after, and how long they took.
+pub(crate) struct Run {
+    pub(crate) processes: usize,
+    pub(crate) invocations: usize,
+    pub(crate) load_start: String,
+    pub(crate) load_end: String,
+    pub(crate) seconds: f64,
+}
+
 /// One worker process of a round.
-pub(crate) struct Proc<'a> {
-    pub(crate) label: String,
+struct Proc<'a> {
+    label: String,
     worker: &'a Worker,
     iters: PathBuf,
     suffix: &'static str,
@@ -25,7 +36,7 @@ pub(crate) struct Proc<'a> {
     /// Invocations per round: a process invocation runs about
     /// `--cells-per-run` cells, so that one moment of load on the machine
     /// hits a few cells of one configuration, not all cells of a process.
-    pub(crate) slices: usize,
+    slices: usize,
 }
 
 impl Proc<'_> {
@@ -35,8 +46,8 @@ impl Proc<'_> {
     }
 }
 
-/// The timed sweep: calibration, rounds, then the report.
-pub(crate) fn run_sweep(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
+/// The timed sweep: calibration, then the rounds; the samples pooled.
+pub(crate) fn run_sweep(opts: &Opts, workers: &[Worker]) -> Result<(Run, Pool), String> {
     let ok: Vec<&Worker> = workers.iter().filter(|w| w.ok()).collect();
     let load_start = loadavg();
     let procs = calibrate(opts, &ok)?;
@@ -64,12 +75,13 @@ pub(crate) fn run_sweep(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         eprintln!();
     }
     let run = Run {
-        procs: &procs,
+        processes: procs.len(),
+        invocations: procs.iter().map(|p| p.slices).sum(),
         load_start,
         load_end: loadavg(),
         seconds: start.elapsed().as_secs_f64(),
     };
-    report::report(opts, workers, &ok, &run, &pool)
+    Ok((run, pool))
 }
 
 /// Calibrates each build once (the A/A process uses the same counts) and

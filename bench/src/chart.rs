@@ -1,0 +1,293 @@
+//! SVG charts of the benchmarks' results, drawn with `plotters` (its SVG
+//! backend only: no system libraries, no fonts read; the text is SVG text).
+//!
+//! * [`size_chart`]: cost per allocation size, one line per configuration
+//!   (the size sweep);
+//! * [`ratio_chart`]: per program, each allocator's time relative to a
+//!   baseline (the C-workload table and the real-workload suite, against
+//!   glibc).
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+/// One line (or set of markers) of a chart: its legend name and its points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend name.
+    pub name: String,
+    /// `(x, y)` points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Width and height of every chart, in pixels.
+const SIZE: (u32, u32) = (960, 540);
+
+fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// The colour of the `i`-th series.
+fn colour(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(214, 39, 40),   // red: specalloc's own line first
+        RGBColor(31, 119, 180),  // blue
+        RGBColor(127, 127, 127), // grey
+        RGBColor(44, 160, 44),   // green
+        RGBColor(255, 127, 14),  // orange
+        RGBColor(148, 103, 189), // purple
+        RGBColor(140, 86, 75),   // brown
+        RGBColor(23, 190, 207),  // cyan
+    ];
+    C[i % C.len()]
+}
+
+/// Draws the title and the note's lines (split at `\n`) at the top of `root`;
+/// returns the area under them.
+fn header<'a>(
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    title: &str,
+    note: &str,
+) -> Result<DrawingArea<SVGBackend<'a>, plotters::coord::Shift>, DrawingAreaErrorKind<std::io::Error>>
+{
+    let lines: Vec<&str> = note.lines().collect();
+    let (top, body) = root.split_vertically(36 + 18 * lines.len() as u32);
+    top.draw_text(title, &("sans-serif", 20).into_text_style(&top), (10, 6))?;
+    for (i, line) in lines.iter().enumerate() {
+        let y = 32 + 18 * i as i32;
+        top.draw_text(line, &("sans-serif", 13).into_text_style(&top), (10, y))?;
+    }
+    Ok(body)
+}
+
+/// The smallest positive y of `series`, for the bottom of a log y axis.
+fn y_min(series: &[Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The largest y of `series`, for the top of the y axis.
+fn y_max(series: &[Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// A line chart of cost against allocation size: x on a log scale from 1 to
+/// 1024 bytes, y on a log scale too (costs differ tenfold between sizes and
+/// allocators); `note` (for example "--quick: not a measurement", one line
+/// per `\n`) goes under the title.
+pub fn size_chart(
+    path: &Path,
+    title: &str,
+    note: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err(path))?;
+    let body = header(&root, title, note).map_err(err(path))?;
+    let mut chart = ChartBuilder::on(&body)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (1f64..1100f64).log_scale(),
+            (y_min(series).min(1e9) * 0.8..y_max(series).max(1e-9) * 1.25).log_scale(),
+        )
+        .map_err(err(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("allocation size (bytes, log scale)")
+        .y_desc(format!("{y_label} (log scale)"))
+        .y_label_formatter(&|y| {
+            if *y < 10.0 {
+                format!("{y:.1}")
+            } else {
+                format!("{y:.0}")
+            }
+        })
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .draw()
+        .map_err(err(path))?;
+    for (i, s) in series.iter().enumerate() {
+        let c = colour(i);
+        let width = if i == 0 { 3 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(width)))
+            .map_err(err(path))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(err(path))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err(path))?;
+    root.present().map_err(err(path))?;
+    Ok(())
+}
+
+/// A dot chart of ratios per category: one column per entry of
+/// `categories` (a program), one marker per series (an allocator) at its
+/// ratio to the baseline, whose level 1.0 is a dashed line; `series[k]`'s
+/// point `(i, y)` belongs to category `i`.
+pub fn ratio_chart(
+    path: &Path,
+    title: &str,
+    note: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Series],
+) -> Result<(), String> {
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(err(path))?;
+    let body = header(&root, title, note).map_err(err(path))?;
+    let n = categories.len().max(1);
+    // Headroom above the highest point for the legend, so that it hides no marker.
+    let y_top = y_max(series).max(1.0) * (1.2 + 0.05 * series.len() as f64);
+    let mut chart = ChartBuilder::on(&body)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..y_top)
+        .map_err(err(path))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                categories.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_label)
+        .draw()
+        .map_err(err(path))?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
+            6,
+            4,
+            BLACK.stroke_width(1),
+        ))
+        .map_err(err(path))?;
+    let k = series.len().max(1) as f64;
+    for (j, s) in series.iter().enumerate() {
+        let c = colour(j);
+        // Side by side within a category, so that equal ratios stay visible.
+        let dx = (j as f64 - (k - 1.0) / 2.0) * (0.6 / k);
+        chart
+            .draw_series(
+                s.points
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x + dx, y), 5, c.filled())),
+            )
+            .map_err(err(path))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err(path))?;
+    root.present().map_err(err(path))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("specalloc-chart-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn size_chart_draws_every_series_and_the_note() {
+        let p = tmp("sizes.svg");
+        let s = |name: &str, k: f64| Series {
+            name: name.into(),
+            points: [1.0f64, 8.0, 80.0, 1024.0]
+                .iter()
+                .map(|&x| (x, k * x.ln_1p()))
+                .collect(),
+        };
+        size_chart(
+            &p,
+            "cost per allocation",
+            "--quick: not a measurement",
+            "ns",
+            &[s("specialised", 1.0), s("generic", 2.0)],
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        for text in [
+            "cost per allocation",
+            "not a measurement",
+            "specialised",
+            "generic",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // The x axis is labelled in bytes (plotters writes each text on a line of its own).
+        assert!(svg.lines().any(|l| l.trim() == "100"), "no x label 100");
+        // Each series is drawn in its own colour: its line and its legend mark.
+        for colour in ["#D62728", "#1F77B4"] {
+            let lines = svg
+                .lines()
+                .filter(|l| l.starts_with("<polyline") && l.contains(colour))
+                .count();
+            assert_eq!(lines, 2, "{colour}: a line and a legend mark");
+        }
+    }
+
+    #[test]
+    fn ratio_chart_names_every_category_and_series() {
+        let p = tmp("ratios.svg");
+        let cats: Vec<String> = ["json", "syn", "graph"].map(String::from).to_vec();
+        let series = vec![
+            Series {
+                name: "specalloc".into(),
+                points: vec![(0.0, 0.9), (1.0, 1.2), (2.0, 0.7)],
+            },
+            Series {
+                name: "mimalloc".into(),
+                points: vec![(0.0, 1.0), (2.0, 0.8)],
+            },
+        ];
+        ratio_chart(&p, "time relative to glibc", "", "ratio", &cats, &series).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        for text in [
+            "json",
+            "syn",
+            "graph",
+            "specalloc",
+            "mimalloc",
+            "relative to glibc",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // Five points and two legend markers.
+        assert_eq!(svg.matches("<circle").count(), 7);
+    }
+}
