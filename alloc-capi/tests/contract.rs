@@ -24,6 +24,7 @@ fn c_contract() {
         "ok posix_memalign aligned_alloc memalign valloc pvalloc",
         "ok __libc_malloc",
         "ok __libc_valloc __libc_pvalloc cfree free_sized free_aligned_sized",
+        "ok free keeps errno",
         "ok first operations of a thread",
         "ok specalloc_stats specalloc_collect",
     ] {

@@ -7,7 +7,7 @@
 //! - Blocks of a size class and medium objects (a page run, up to 1 MiB) live in a 4 MiB chunk,
 //!   whose header starts the chunk: no block is ever at a chunk's first byte, and masking the
 //!   address finds the header, whose page map gives the span (its class, or its page count).
-//! - Huge objects made here (over 1 MiB, or aligned above 1 MiB) are aligned to the chunk size
+//! - Huge objects made here (over 1 MiB, or aligned above 256 KiB) are aligned to the chunk size
 //!   ([`CHUNK_SIZE`]): exactly the addresses no chunk-backed block has. Their header page, just
 //!   before them, holds the mapping's length. A medium object aligned above a page is a page run
 //!   starting at a multiple of its alignment, never at a chunk's first page (the header's).
@@ -28,7 +28,7 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use crate::chunk::span_of;
-use crate::large::{self, MEDIUM_MAX};
+use crate::large::{self, MEDIUM_ALIGN_MAX, MEDIUM_MAX};
 use crate::size_class::{route, Route, CHUNK_SIZE, MAX_SMALL_SIZE, PAGE_SIZE};
 use crate::span::{span_block_size, Span, STATE_LARGE, TINY_CLASS, TINY_SIZE};
 
@@ -52,7 +52,7 @@ const MAX_REQUEST: usize = isize::MAX as usize - 2 * CHUNK_SIZE;
 #[inline(always)]
 fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     debug_assert!(align.is_power_of_two() && align >= default_align(size));
-    if size <= MEDIUM_MAX && align <= MEDIUM_MAX {
+    if size <= MEDIUM_MAX && align <= MEDIUM_ALIGN_MAX {
         // SAFETY: `align` is a power of two and `size` rounded up to it fits in `isize`.
         let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
         return if zero {

@@ -117,7 +117,7 @@ impl<T> SpinLock<T> {
     #[inline]
     fn release(&self) {
         if self.state.swap(FREE, Ordering::Release) == CONTENDED {
-            futex_wake(&self.state);
+            crate::os::futex_wake(&self.state, 1);
         }
     }
 
@@ -145,38 +145,9 @@ impl<T> SpinLock<T> {
         // Mark the lock contended whoever holds it, so that its release wakes us; taking it
         // this way (from free) leaves it marked, which costs the next release one wake-up.
         while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
-            futex_wait(&self.state, CONTENDED);
+            crate::os::futex_wait(&self.state, CONTENDED, None);
         }
     }
-}
-
-/// Sleeps while `word` holds `expected` (or until woken; a spurious return is harmless, the
-/// caller looks again). Does not allocate.
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT on a live, aligned 32-bit atomic of this process, with no timeout; the
-    // kernel only reads the word.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            core::ptr::null::<libc::timespec>(),
-        )
-    };
-}
-
-/// Wakes one thread sleeping on `word`. Does not allocate.
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a live, aligned 32-bit atomic of this process.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
 }
 
 /// Access to a locked value; unlocks on drop.

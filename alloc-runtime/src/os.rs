@@ -83,9 +83,11 @@ pub(crate) fn map_aligned(size: usize, align: usize) -> Option<NonNull<u8>> {
 ///
 /// `None` when the OS refuses the mapping, or refuses to unmap the slop: unmapping part of a
 /// mapping splits it in two, which the kernel refuses (`ENOMEM`) once the process has as many
-/// mappings as `vm.max_map_count` allows. The whole mapping is then unmapped (which splits
-/// nothing), so that no slop stays mapped behind the caller's back and the request fails the
-/// way a refused `mmap` does.
+/// mappings as `vm.max_map_count` allows. The whole mapping is then given back ([`release`]),
+/// so that no slop stays mapped behind the caller's back and the request fails the way a
+/// refused `mmap` does. (Even that unmap can need a split: the kernel merges neighbouring
+/// anonymous mappings, so "the whole mapping" may be the middle of a larger one. Then its
+/// memory still goes back, and its address space is counted in [`FAILED_UNMAPS`].)
 pub(crate) fn map_placed(
     len: usize,
     align: usize,
@@ -102,15 +104,13 @@ pub(crate) fn map_placed(
     // SAFETY: [base, start) is part of the mapping just made and nothing points into it.
     if start > base && !unsafe { unmap(base as *mut u8, start - base) } {
         // SAFETY: the whole mapping is still ours, and unused.
-        let whole = unsafe { unmap(base as *mut u8, total) };
-        debug_assert!(whole, "munmap of a whole mapping failed");
+        unsafe { release(base as *mut u8, total) };
         return None;
     }
     // SAFETY: [end, base + total) is the unused end of the same mapping.
     if base + total > end && !unsafe { unmap(end as *mut u8, base + total - end) } {
         // SAFETY: [start, base + total) is all that is left of the mapping, ours and unused.
-        let whole = unsafe { unmap(start as *mut u8, base + total - start) };
-        debug_assert!(whole, "munmap of a whole mapping failed");
+        unsafe { release(start as *mut u8, base + total - start) };
         return None;
     }
     NonNull::new(start as *mut u8)
@@ -141,6 +141,9 @@ pub(crate) unsafe fn unmap(ptr: *mut u8, size: usize) -> bool {
 /// `[ptr, ptr + size)` is a whole mapping of ours (or all that is left of one) that nothing
 /// uses any more.
 pub(crate) unsafe fn release(ptr: *mut u8, size: usize) {
+    // `free` leaves `errno` as it was (glibc and POSIX.1-2024 promise it; programs read `errno`
+    // after freeing their buffers on an error path).
+    let _errno = KeepErrno::new();
     // SAFETY: guaranteed by the caller.
     if !unsafe { unmap(ptr, size) } {
         FAILED_UNMAPS.fetch_add(1, Ordering::Relaxed);
@@ -151,6 +154,68 @@ pub(crate) unsafe fn release(ptr: *mut u8, size: usize) {
 
 /// Mappings the kernel refused to unmap (see [`release`]): they stay mapped, without memory.
 pub(crate) static FAILED_UNMAPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Restores this thread's `errno` when dropped: around system calls made inside `free` (and
+/// other calls that must not change it), whose failures the allocator handles itself.
+pub(crate) struct KeepErrno(libc::c_int);
+
+impl KeepErrno {
+    /// Saves this thread's `errno`.
+    pub(crate) fn new() -> KeepErrno {
+        // SAFETY: `__errno_location` returns this thread's errno, valid for reads.
+        KeepErrno(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for KeepErrno {
+    fn drop(&mut self) {
+        // SAFETY: as above, valid for writes.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+/// Sleeps while `word` holds `expected`, for at most `timeout_ms` milliseconds when given (or
+/// until woken; a spurious or early return is harmless, the caller looks again). Does not
+/// allocate, and leaves `errno` as it was.
+pub(crate) fn futex_wait(
+    word: &core::sync::atomic::AtomicU32,
+    expected: u32,
+    timeout_ms: Option<u64>,
+) {
+    let _errno = KeepErrno::new();
+    let ts = timeout_ms.map(|ms| libc::timespec {
+        tv_sec: (ms / 1000).min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: (ms % 1000 * 1_000_000) as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(core::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT on a live, aligned 32-bit atomic of this process, with a relative
+    // timeout (or none); the kernel only reads the word and the timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ts_ptr,
+        )
+    };
+}
+
+/// Wakes up to `n` threads sleeping on `word`. Does not allocate, and leaves `errno` as it was.
+pub(crate) fn futex_wake(word: &core::sync::atomic::AtomicU32, n: i32) {
+    let _errno = KeepErrno::new();
+    // SAFETY: FUTEX_WAKE on a live, aligned 32-bit atomic of this process.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        )
+    };
+}
 
 /// A coarse monotonic clock in nanoseconds (`CLOCK_MONOTONIC_COARSE`: no system call, a few
 /// milliseconds of resolution), for the page heap's tick.
@@ -280,8 +345,8 @@ pub(crate) fn is_mapped(addr: usize) -> bool {
 }
 
 /// Writes `bytes` to standard error (file descriptor 2) without allocating or locking; a
-/// failed or short write is not retried (this is for last words before [`abort`]).
-#[cfg(feature = "checked")]
+/// failed or short write is not retried (this is for last words before aborting, and for
+/// warnings before `main`).
 pub(crate) fn write_stderr(bytes: &[u8]) {
     // SAFETY: writes from a live buffer of `bytes.len()` bytes.
     unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
@@ -314,14 +379,19 @@ pub(crate) fn thread_key_set(key: ThreadKey, value: *mut libc::c_void) {
     unsafe { libc::pthread_setspecific(key, value) };
 }
 
-/// Starts a detached thread running `f`, with a small stack (it must not allocate, recurse
-/// deeply or unwind). `Err(errno)` when the system refuses the thread.
+/// Starts a detached thread running `f` (it must not allocate, recurse deeply or unwind), with
+/// every signal blocked, so that the program's signals are never delivered to it (a program
+/// that blocks a signal in its threads and waits for it in one, or runs its handlers, sees no
+/// difference). `Err(errno)` when the system refuses the thread.
 pub(crate) fn spawn_detached(
     f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
 ) -> Result<(), libc::c_int> {
-    // SAFETY: `attr` is initialised by pthread_attr_init before any other use and destroyed
-    // once; `thread` is a valid out-pointer; `f` has the start routine's signature and takes
-    // no argument (null).
+    // 256 KiB beyond the minimum: glibc takes the static TLS of every loaded library out of a
+    // thread's stack, so a tight stack could refuse the thread in a program with a large one.
+    const STACK: usize = libc::PTHREAD_STACK_MIN + (256 << 10);
+    // SAFETY: `attr` and the signal sets are initialised before any other use and `attr` is
+    // destroyed once; `thread` is a valid out-pointer; `f` has the start routine's signature
+    // and takes no argument (null). The caller's signal mask is restored before returning.
     unsafe {
         let mut attr: libc::pthread_attr_t = core::mem::zeroed();
         let r = libc::pthread_attr_init(&mut attr);
@@ -329,9 +399,15 @@ pub(crate) fn spawn_detached(
             return Err(r);
         }
         libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
-        libc::pthread_attr_setstacksize(&mut attr, 64 << 10);
+        libc::pthread_attr_setstacksize(&mut attr, STACK);
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        // The new thread starts with the creating thread's mask: all blocked.
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut thread: libc::pthread_t = 0;
         let r = libc::pthread_create(&mut thread, &attr, f, core::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
         libc::pthread_attr_destroy(&mut attr);
         if r == 0 {
             Ok(())
@@ -339,18 +415,6 @@ pub(crate) fn spawn_detached(
             Err(r)
         }
     }
-}
-
-/// Sleeps `ms` milliseconds (resuming after a signal until the time is up), without
-/// allocating.
-pub(crate) fn sleep_ms(ms: u64) {
-    let mut ts = libc::timespec {
-        tv_sec: (ms / 1000).min(libc::time_t::MAX as u64) as libc::time_t,
-        tv_nsec: (ms % 1000 * 1_000_000) as libc::c_long,
-    };
-    // SAFETY: both pointers are to the same valid timespec; nanosleep writes the time left
-    // into it when interrupted.
-    while unsafe { libc::nanosleep(&ts, &mut ts) } != 0 {}
 }
 
 /// Registers `fork` handlers: `prepare` in the parent before the fork, `parent` and `child`

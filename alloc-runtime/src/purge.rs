@@ -11,16 +11,20 @@
 //! trimmed to its bound. Blocks still cached by a thread (its partly used spans) stay that
 //! thread's: they are not the page heap's to give back.
 //!
-//! The thread never allocates (it is made with `pthread_create`, sleeps with `nanosleep` and
-//! only takes the page heap's and the huge cache's locks), so it has no heap and does not count
-//! among [`Stats::threads`](crate::Stats::threads). A forked child gets its own (a thread does
-//! not survive `fork`).
+//! The thread never allocates (it is made with `pthread_create`, with every signal blocked;
+//! sleeps on a futex that a new setting wakes; and only takes the page heap's and the huge
+//! cache's locks), so it has no heap and does not count among
+//! [`Stats::threads`](crate::Stats::threads). A forked child gets its own (a thread does not
+//! survive `fork`). With the purge on, every process that links specalloc (or runs with it
+//! preloaded) has this second thread from before `main`: a single-threaded process's calls that
+//! need one thread (`unshare(CLONE_NEWUSER)`, entering a user namespace) then fail, which is
+//! why it is off by default.
 //!
 //! Turned on by the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
 //! milliseconds; read by a constructor before `main`, so it works for C programs under
 //! `LD_PRELOAD` too), or from code with [`set_background_purge`].
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::os;
 
@@ -28,6 +32,9 @@ use crate::os;
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
 /// Whether a purge thread is running (it clears this when it stops).
 static RUNNING: AtomicBool = AtomicBool::new(false);
+/// Bumped by every [`set`], which wakes the thread's sleep on it: a new interval takes effect at
+/// once, not after the old one.
+static CHANGED: AtomicU32 = AtomicU32::new(0);
 
 /// The interval in force, 0 when off.
 pub(crate) fn interval_ms() -> u64 {
@@ -38,6 +45,8 @@ pub(crate) fn interval_ms() -> u64 {
 /// thread if none runs. `Err(errno)` when the thread cannot be made (the purge is then off).
 pub(crate) fn set(interval_ms: u64) -> Result<(), i32> {
     INTERVAL_MS.store(interval_ms, Ordering::Release);
+    CHANGED.fetch_add(1, Ordering::AcqRel);
+    os::futex_wake(&CHANGED, i32::MAX);
     if interval_ms == 0 {
         return Ok(());
     }
@@ -68,10 +77,13 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
             }
             continue;
         }
-        os::sleep_ms(ms);
-        if interval_ms() != 0 {
-            tick();
+        let seen = CHANGED.load(Ordering::Acquire);
+        os::futex_wait(&CHANGED, seen, Some(ms));
+        if CHANGED.load(Ordering::Acquire) != seen {
+            // A new interval (or off): sleep by it from now.
+            continue;
         }
+        tick();
     }
 }
 
@@ -126,11 +138,15 @@ pub fn background_purge() -> Option<std::time::Duration> {
 }
 
 /// Reads `SPECALLOC_BACKGROUND_PURGE_MS` and starts the purge when it is set and not 0. A
-/// thread that cannot be made leaves the purge off (the program runs as without the setting).
+/// thread that cannot be made leaves the purge off (the program runs as without the setting,
+/// after a line on standard error).
 extern "C" fn from_env() {
     if let Some(ms) = os::env_usize(c"SPECALLOC_BACKGROUND_PURGE_MS") {
-        if ms > 0 {
-            let _ = set(ms as u64);
+        if ms > 0 && set(ms as u64).is_err() {
+            os::write_stderr(
+                b"specalloc: SPECALLOC_BACKGROUND_PURGE_MS is set, but the purge thread could \
+                  not be started; the background purge is off\n",
+            );
         }
     }
 }

@@ -305,6 +305,43 @@ static void check_more_names(void) {
     puts("ok __libc_valloc __libc_pvalloc cfree free_sized free_aligned_sized");
 }
 
+/* free leaves errno as it was (glibc and POSIX.1-2024 promise it): for every kind of block, and
+ * under contention, where the allocator's locks sleep and wake (system calls that may fail). */
+static void *errno_worker(void *arg) {
+    long bad = 0;
+    for (int i = 0; i < 4000; i++) {
+        size_t size = (i % 3 == 0) ? 40000 + (size_t)(i % 7) * 9000 : 100 + (size_t)(i % 50) * 20;
+        void *p = malloc(size);
+        CHECK(p);
+        ((char *)p)[0] = 1;
+        errno = EILSEQ;
+        free(p);
+        if (errno != EILSEQ) bad++;
+    }
+    return (void *)bad;
+}
+
+static void check_free_keeps_errno(void) {
+    size_t sizes[] = {8, 100, 5000, 40000, 300000, (size_t)3 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *p = malloc(sizes[i]);
+        void *q = NULL;
+        CHECK(p && posix_memalign(&q, 16384, sizes[i]) == 0 && q);
+        errno = EILSEQ;
+        free(p);
+        free(q);
+        CHECK(errno == EILSEQ);
+    }
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, errno_worker, NULL) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad;
+        CHECK(pthread_join(t[i], &bad) == 0);
+        CHECK(bad == NULL);
+    }
+    puts("ok free keeps errno");
+}
+
 /* First operations of a thread: each thread's very first allocator call is a different one. */
 static void *shared_block;
 static void *first_op(void *arg) {
@@ -374,6 +411,7 @@ int main(void) {
     check_aligned();
     check_libc_names();
     check_more_names();
+    check_free_keeps_errno();
     check_first_ops();
     /* Nothing this program allocated is left: what is live now beyond the start is libc's
      * (stdout's buffer, the cached threads' TLS vectors), a handful of blocks. */

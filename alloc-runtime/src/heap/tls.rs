@@ -54,17 +54,33 @@ mod imp {
         assert!(core::mem::align_of::<ThreadLocals>() == 8);
     };
 
+    /// The block's symbol, with this crate's version in it: two copies of the runtime of
+    /// different versions in one image each keep their own block (one symbol for both would
+    /// not link, and a weak one would make them share it).
+    macro_rules! symbol {
+        () => {
+            concat!(
+                "__specalloc_thread_locals_",
+                env!("CARGO_PKG_VERSION_MAJOR"),
+                "_",
+                env!("CARGO_PKG_VERSION_MINOR"),
+                "_",
+                env!("CARGO_PKG_VERSION_PATCH")
+            )
+        };
+    }
+
     // The block's initial image: both heaps the sentinel, not exited. Hidden, so that each
     // linked image (an executable, a shared library with its own copy of the runtime) has its
     // own, and no other image can interpose it.
     core::arch::global_asm!(
-        ".pushsection .tdata.__specalloc_thread_locals,\"awT\",@progbits",
+        concat!(".pushsection .tdata.", symbol!(), ",\"awT\",@progbits"),
         ".p2align 3",
-        ".globl __specalloc_thread_locals",
-        ".hidden __specalloc_thread_locals",
-        ".type __specalloc_thread_locals,@object",
-        ".size __specalloc_thread_locals,24",
-        "__specalloc_thread_locals:",
+        concat!(".globl ", symbol!()),
+        concat!(".hidden ", symbol!()),
+        concat!(".type ", symbol!(), ",@object"),
+        concat!(".size ", symbol!(), ",24"),
+        concat!(symbol!(), ":"),
         ".quad {empty}",
         ".quad {empty}",
         ".quad 0",
@@ -84,7 +100,7 @@ mod imp {
         unsafe {
             core::arch::asm!(
                 "mov {p}, qword ptr fs:[0]",
-                "add {p}, qword ptr [rip + __specalloc_thread_locals@GOTTPOFF]",
+                concat!("add {p}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 p = out(reg) p,
                 options(pure, readonly, nostack),
             );

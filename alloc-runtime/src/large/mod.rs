@@ -1,6 +1,6 @@
 //! Large objects: everything above the small classes (32 KiB) or more aligned than a page.
 //!
-//! - *Medium* objects (up to [`MEDIUM_MAX`], at any alignment up to [`MEDIUM_MAX`] too) are a
+//! - *Medium* objects (up to [`MEDIUM_MAX`], at any alignment up to [`MEDIUM_ALIGN_MAX`]) are a
 //!   page run of their own from the page heap, starting at a multiple of their alignment, found
 //!   again from the pointer through the chunk's page map. A request aligned above the page
 //!   costs about what its size costs (a run starts at the next aligned free page), not a
@@ -34,13 +34,19 @@ pub(crate) use cache::{cache_trim, release_cache, set_cache_percent, CACHE_BYTES
 /// Largest object served from the page heap (1 MiB); larger ones are mapped on their own.
 pub(crate) const MEDIUM_MAX: usize = 1 << 20;
 
+/// The largest alignment of a medium object (256 KiB): beyond it a chunk has few aligned
+/// starts (seven at 512 KiB, three at 1 MiB), so that each such object would take most of a
+/// chunk and the page heap would scan many for each; those take the huge path.
+pub(crate) const MEDIUM_ALIGN_MAX: usize = 256 << 10;
+
 /// Whether a non-small layout is medium (page heap) rather than huge (own mapping).
 #[inline]
 pub(crate) fn is_medium(size: usize, align: usize) -> bool {
-    size <= MEDIUM_MAX && align <= MEDIUM_MAX
+    size <= MEDIUM_MAX && align <= MEDIUM_ALIGN_MAX
 }
 
-const _: () = assert!(MEDIUM_MAX == chunk::MAX_ALIGN_PAGES * PAGE_SIZE);
+const _: () = assert!(MEDIUM_MAX <= chunk::MAX_ALIGN_PAGES * PAGE_SIZE);
+const _: () = assert!(MEDIUM_ALIGN_MAX <= chunk::MAX_ALIGN_PAGES * PAGE_SIZE);
 
 /// Pages of a medium object of `size` bytes: at least one, so that even a zero-sized object
 /// (at an alignment above the small classes') has a run of its own.
