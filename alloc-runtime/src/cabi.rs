@@ -82,7 +82,7 @@ static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
         let Route::Small(class) = route(size, default_align(size)) else {
             panic!("a C request of at most 1 KiB is not small");
         };
-        let i = (size + 7) / 8;
+        let i = size.div_ceil(8);
         assert!(
             t[i] == 0 || t[i] as usize == class,
             "a bucket spans two classes"
