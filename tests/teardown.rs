@@ -91,5 +91,15 @@ fn rearming_destructor_does_not_leak_heaps() {
         base.pages_in_use,
         end.pages_in_use
     );
-    assert_eq!(end.live_objects, base.live_objects, "objects leaked");
+    // A leak per thread would be thousands of objects. A few may be one-time allocations that
+    // happen to fall inside the measured window on a busy machine: four such objects, one
+    // each in four classes (48, 96, 160, 640 B), allocated once over the 20,000 threads, were
+    // seen with two copies of this test running at once, before and after the fork and
+    // counting changes alike.
+    assert!(
+        end.live_objects <= base.live_objects + 8,
+        "objects leaked: {} live before, {} after",
+        base.live_objects,
+        end.live_objects
+    );
 }
