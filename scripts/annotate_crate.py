@@ -413,6 +413,24 @@ def append_install(path, cfg):
     return True
 
 
+def included_modules(root, rel):
+    """The files (relative to root) of the out-of-line modules `mod NAME;` (with or without
+    `#[path = "..."]`) declared at the start of a line in the crate root file rel."""
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        src = f.read()
+    base = os.path.dirname(rel)
+    out = []
+    for m in re.finditer(r'(?m)^(?:\s*#\[path\s*=\s*"([^"]+)"\]\s*)?\s*'
+                         r'(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;', src):
+        if m.group(1):
+            cands = [os.path.join(base, m.group(1))]
+        else:
+            cands = [os.path.join(base, m.group(2) + ".rs"),
+                     os.path.join(base, m.group(2), "mod.rs")]
+        out += [os.path.normpath(c) for c in cands if os.path.exists(os.path.join(root, c))]
+    return out
+
+
 # --- driver ---------------------------------------------------------------------------------
 
 def rust_files(root):
@@ -475,8 +493,15 @@ def main():
                         roots.append(p)
                     elif os.path.exists(os.path.join(root, p, "main.rs")):
                         roots.append(os.path.join(p, "main.rs"))
+        root_set = {os.path.normpath(r) for r in roots}
         for rel in roots:
             p = os.path.join(root, rel)
+            included = [m for m in included_modules(root, rel) if m in root_set]
+            if included:
+                # Another test crate's root, declared here as a module (`mod iter;`), installs:
+                # a second install!() would be a second global allocator.
+                print(f"{rel}: not installed: its module {included[0]} installs")
+                continue
             with open(p, encoding="utf-8") as f:
                 if "global_allocator" in f.read():
                     print(f"{rel}: has its own #[global_allocator]; not installed")
