@@ -135,7 +135,9 @@ run_suite() {
     warnings=$({ grep -E '^warning: .* generated [0-9]+ warning' "$log" || true; } |
         sed -E 's/.* generated ([0-9]+) warning.*/\1/' | awk '{s += $1} END {print s + 0}')
     local build=ok
-    grep -qE '^error(\[E[0-9]+\])?:' "$log" && build="errors"
+    # Compile errors (not cargo's "error: test failed" / "error: N targets failed").
+    grep -E '^error(\[E[0-9]+\])?:' "$log" | grep -qvE 'test failed|targets? failed' &&
+        build="errors"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$crate$TAG" "$config" "$passed" "$failed" "$ignored" \
         "$warnings" "$proof" "$build/rc=$rc" >"$out.summary"
     cat "$out.summary"
