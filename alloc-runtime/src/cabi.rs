@@ -9,7 +9,8 @@
 //!   address finds the header, whose page map gives the span (its class, or its page count).
 //! - Huge objects made here (over 1 MiB, or aligned above 256 KiB) are aligned to the chunk size
 //!   ([`CHUNK_SIZE`]): exactly the addresses no chunk-backed block has. Their header page, just
-//!   before them, holds the mapping's length. A medium object aligned above a page is a page run
+//!   before them, holds the length of their run of pages (carved from the huge heap's free runs,
+//!   or mapped for them). A medium object aligned above a page is a page run
 //!   starting at a multiple of its alignment, never at a chunk's first page (the header's).
 //!
 //! Alignment: every block is aligned to 16 bytes when the request is 16 bytes or more, to 8
@@ -64,8 +65,8 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     if size > MAX_REQUEST || align > MAX_REQUEST {
         return ptr::null_mut();
     }
-    // A mapping of its own, aligned to a chunk so that `free` can tell it from a block (and
-    // reusing a freed one of the same kind when the cache has one that fits).
+    // A run of pages from the huge heap, aligned to a chunk so that `free` can tell it from a
+    // block.
     large::alloc_huge_aligned(size, align.max(CHUNK_SIZE), zero)
 }
 
@@ -300,7 +301,8 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                 if size <= body && size > body / 2 {
                     return p;
                 }
-                // Move the pages, not the bytes (with room to grow, when growing).
+                // In place, into the free runs behind it, or by moving its pages, not its
+                // bytes (with room to grow, when growing).
                 let roomy = if size > body {
                     size.max(body.saturating_add(body / 2))
                 } else {
@@ -310,7 +312,7 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                     if want <= MAX_REQUEST {
                         // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
                         // success only the result is used.
-                        if let Some(q) = unsafe { large::remap_huge_aligned(p, want, CHUNK_SIZE) } {
+                        if let Some(q) = unsafe { large::resize_huge_aligned(p, want, CHUNK_SIZE) } {
                             return q;
                         }
                     }

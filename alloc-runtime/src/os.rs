@@ -283,9 +283,9 @@ pub(crate) unsafe fn no_huge_pages(ptr: *mut u8, size: usize) {
 /// refused.
 ///
 /// # Safety
-/// `[ptr, ptr + old)` must be a whole mapping made by [`map`], [`map_placed`] or
-/// [`map_aligned`]; on success the
-/// old range must not be used any more.
+/// `[ptr, ptr + old)` must be a page-aligned range of ours inside one mapping made by [`map`],
+/// [`map_placed`] or [`map_aligned`] that nothing else uses; on success the old range must not
+/// be used any more.
 pub(crate) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> Option<NonNull<u8>> {
     if new > MAX_MAPPING {
         return None;

@@ -106,10 +106,18 @@ pub struct Stats {
     pub free_lazy: usize,
     /// Bytes of freed pages returned to the OS so far (`madvise`).
     pub returned_to_os: u64,
-    /// Bytes of freed huge mappings kept in the cache for reuse.
+    /// Bytes of freed huge objects' pages kept resident for reuse (the huge heap's free runs
+    /// that hold memory: dirty ones and those advised with `MADV_FREE`).
     pub large_cache_bytes: usize,
-    /// The cache's bound at its last check (a quarter of the bytes in use by default).
+    /// The bound of [`Stats::large_cache_bytes`] at its last check: a quarter of the bytes in
+    /// use by default, 4 MiB, or what the recent peak accounts for, whichever is most.
     pub large_cache_limit: usize,
+    /// Of [`Stats::large_cache_bytes`], the bytes advised with `MADV_FREE`.
+    pub large_free_lazy: usize,
+    /// Bytes of the huge heap's free runs that are mapped but hold no memory (returned with
+    /// `MADV_DONTNEED`, or never written): reused without new mappings, unmapped after the
+    /// decommit delay.
+    pub large_free_clean: usize,
     /// Freed mappings the OS refused to unmap (at `vm.max_map_count`, unmapping can fail):
     /// their pages went back with `MADV_DONTNEED`, their address space stays mapped. 0 in a
     /// healthy process.
@@ -173,6 +181,8 @@ pub fn stats() -> Stats {
         returned_to_os: crate::chunk::RETURNED_BYTES.load(Ordering::Relaxed),
         large_cache_bytes: crate::large::CACHE_BYTES.load(Ordering::Relaxed),
         large_cache_limit: crate::large::CACHE_LIMIT.load(Ordering::Relaxed),
+        large_free_lazy: crate::large::LAZY_BYTES.load(Ordering::Relaxed),
+        large_free_clean: crate::large::CLEAN_BYTES.load(Ordering::Relaxed),
         failed_unmaps: crate::os::FAILED_UNMAPS.load(Ordering::Relaxed),
         tiny_allocs,
         tiny_frees,
@@ -286,14 +296,16 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "pages in use {} (peak {}), free resident {} ({} MADV_FREE), returned to OS {}, large cache {} (limit {})",
+            "pages in use {} (peak {}), free resident {} ({} MADV_FREE), returned to OS {}, large free resident {} (limit {}, {} MADV_FREE), large free mapped clean {}",
             b(self.pages_in_use),
             b(self.peak_in_use),
             b(self.free_resident),
             b(self.free_lazy),
             Bytes(self.returned_to_os),
             b(self.large_cache_bytes),
-            b(self.large_cache_limit)
+            b(self.large_cache_limit),
+            b(self.large_free_lazy),
+            b(self.large_free_clean)
         )?;
         if self.failed_unmaps > 0 {
             writeln!(

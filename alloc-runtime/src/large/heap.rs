@@ -1,0 +1,530 @@
+//! The huge heap: the free runs of pages that huge objects are carved from.
+//!
+//! A huge object is a run of OS pages (its header page, then the object) taken from memory the
+//! allocator already holds when it can: freed huge objects become *free runs* (extents), kept
+//! sorted by address and merged with their neighbours, and a new huge object takes a window of
+//! contiguous free runs (of any length: a run is split, and neighbouring runs are taken
+//! together) whose object start is a multiple of the object's alignment. Only when no window
+//! fits is a new mapping made, of the object's own size; growing objects extend into the free
+//! runs behind them ([`extend`]), shrinking ones give their tail back ([`put`]).
+//!
+//! Freed runs decay like the page heap's free pages (`chunk/decay.rs`), by age instead of by
+//! tick bits:
+//!
+//! - *dirty* (resident, as freed) runs that stayed free for the purge delay are advised with
+//!   `MADV_FREE` (*lazy*) while the dirty bytes exceed the lasting bound (4 MiB or an eighth
+//!   of the bytes in use);
+//! - lazy runs that stayed so for the decommit delay go back with `MADV_DONTNEED` (*clean*:
+//!   mapped, not resident, reading zero);
+//! - clean runs that stayed so for the decommit delay are unmapped, so address space and the
+//!   kernel's commit charge go back too, in the large units the runs have merged into;
+//! - the resident free runs (dirty and lazy) never exceed the bound of [`cache_limit`]: a
+//!   fraction (a quarter by default) of the bytes in use, 4 MiB, or what the recent peak of the
+//!   bytes in use accounts for, whichever is most; past it, runs go back at once.
+//!
+//! A window is chosen for the resident memory it covers (most first), so a replaced buffer
+//! lands on pages that are already mapped and resident instead of faulting fresh ones in.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::chunk::RETURNED_BYTES;
+use crate::lock::SpinLock;
+use crate::os;
+use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
+
+/// The state of a free run's pages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Mapped, not resident: read zero.
+    Clean,
+    /// Advised with `MADV_FREE`: resident until the kernel takes them; read zero or old data.
+    Lazy,
+    /// Resident, as freed.
+    Dirty,
+}
+
+/// A free run of pages `[start, start + len)`, in its state since `since` (monotonic ns).
+#[derive(Clone, Copy)]
+struct Extent {
+    start: usize,
+    len: usize,
+    state: State,
+    since: u64,
+}
+
+impl Extent {
+    const EMPTY: Extent = Extent {
+        start: 0,
+        len: 0,
+        state: State::Clean,
+        since: 0,
+    };
+
+    fn end(&self) -> usize {
+        self.start + self.len
+    }
+}
+
+/// Free runs kept at most; a run freed into a full table goes back to the OS at once.
+const MAX_EXTENTS: usize = 256;
+
+struct HugeHeap {
+    /// The free runs, sorted by address, none overlapping; neighbours in the same state merged.
+    ext: [Extent; MAX_EXTENTS],
+    n: usize,
+    /// Bytes of free runs in each state.
+    dirty: usize,
+    lazy: usize,
+    clean: usize,
+    /// Highest bytes in use of the current recent-peak window.
+    peak_cur: usize,
+    /// Highest bytes in use of the previous window.
+    peak_prev: usize,
+    /// When the window moves on (monotonic ns; 0 until the first check).
+    next_window: u64,
+}
+
+static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
+    ext: [Extent::EMPTY; MAX_EXTENTS],
+    n: 0,
+    dirty: 0,
+    lazy: 0,
+    clean: 0,
+    peak_cur: 0,
+    peak_prev: 0,
+    next_window: 0,
+});
+
+/// Bytes of free runs still resident as far as the allocator knows (dirty and lazy).
+pub(crate) static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// The bound of [`CACHE_BYTES`] at its last check.
+pub(crate) static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of free runs advised with `MADV_FREE` (part of [`CACHE_BYTES`]).
+pub(crate) static LAZY_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Bytes of free runs mapped but not resident (they read zero).
+pub(crate) static CLEAN_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Highest bytes in use seen by a huge allocation in the current window (the heap's lock is
+/// not taken there; [`cache_limit`] folds it in).
+static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The bound, in percent of the bytes in use; `usize::MAX` until first read.
+static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Default bound of the huge heap's resident free runs, in percent of the bytes in use.
+pub const DEFAULT_CACHE_PERCENT: usize = 25;
+
+/// The resident free runs may always hold this many bytes (unless the bound is 0), so that a
+/// small program that frees and allocates a buffer of a few MiB in turn reuses its pages.
+pub const CACHE_FLOOR: usize = 4 << 20;
+
+/// Sets the bound of the resident free runs, in percent of the bytes in use (0: freed huge
+/// objects go back at once). Also settable with `SPECALLOC_LARGE_CACHE_PERCENT`.
+pub(crate) fn set_cache_percent(percent: usize) {
+    CACHE_PERCENT.store(percent, Ordering::Relaxed);
+}
+
+fn cache_percent() -> usize {
+    let p = CACHE_PERCENT.load(Ordering::Relaxed);
+    if p != usize::MAX {
+        return p;
+    }
+    let p = os::env_usize(c"SPECALLOC_LARGE_CACHE_PERCENT").unwrap_or(DEFAULT_CACHE_PERCENT);
+    CACHE_PERCENT.store(p, Ordering::Relaxed);
+    p
+}
+
+fn in_use() -> usize {
+    IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed)
+}
+
+/// The bound of the resident free runs now (see the module docs); moves the recent-peak
+/// window on when due.
+fn cache_limit(h: &mut HugeHeap, now: u64) -> usize {
+    let in_use = in_use();
+    let percent = cache_percent();
+    if percent == 0 {
+        CACHE_LIMIT.store(0, Ordering::Relaxed);
+        return 0;
+    }
+    h.peak_cur = h
+        .peak_cur
+        .max(in_use)
+        .max(WINDOW_PEAK.swap(0, Ordering::Relaxed));
+    let window = crate::policy::policy()
+        .decommit_delay_ms
+        .saturating_mul(1_000_000);
+    if h.next_window == 0 {
+        h.next_window = now.saturating_add(window);
+    }
+    h.next_window = h.next_window.min(now.saturating_add(window));
+    if now >= h.next_window {
+        h.peak_prev = h.peak_cur;
+        h.peak_cur = in_use;
+        h.next_window = now.saturating_add(window);
+    }
+    let recent = h.peak_cur.max(h.peak_prev).saturating_sub(in_use);
+    let limit = (in_use / 100 * percent).max(CACHE_FLOOR).max(recent);
+    CACHE_LIMIT.store(limit, Ordering::Relaxed);
+    limit
+}
+
+/// Notes the bytes in use after a huge allocation, for the recent-peak window.
+pub(super) fn note_peak(in_use: usize) {
+    WINDOW_PEAK.fetch_max(in_use, Ordering::Relaxed);
+}
+
+impl HugeHeap {
+    fn count(&mut self, state: State, bytes: usize, add: bool) {
+        let c = match state {
+            State::Clean => &mut self.clean,
+            State::Lazy => &mut self.lazy,
+            State::Dirty => &mut self.dirty,
+        };
+        if add {
+            *c += bytes;
+        } else {
+            *c -= bytes;
+        }
+    }
+
+    fn publish(&self) {
+        CACHE_BYTES.store(self.dirty + self.lazy, Ordering::Relaxed);
+        LAZY_BYTES.store(self.lazy, Ordering::Relaxed);
+        CLEAN_BYTES.store(self.clean, Ordering::Relaxed);
+    }
+
+    /// Index of the first run ending after `addr`.
+    fn index_after(&self, addr: usize) -> usize {
+        self.ext[..self.n].partition_point(|e| e.end() <= addr)
+    }
+
+    fn remove(&mut self, i: usize) {
+        let e = self.ext[i];
+        self.count(e.state, e.len, false);
+        self.ext.copy_within(i + 1..self.n, i);
+        self.n -= 1;
+    }
+
+    /// Inserts a free run at its place, merging it with neighbours in the same state; `false`
+    /// (nothing changed) when the table is full and no neighbour takes it.
+    fn insert(&mut self, e: Extent) -> bool {
+        let i = self.index_after(e.start);
+        debug_assert!(i == self.n || self.ext[i].start >= e.end(), "free run overlaps");
+        let left = i > 0 && self.ext[i - 1].end() == e.start && self.ext[i - 1].state == e.state;
+        let right = i < self.n && self.ext[i].start == e.end() && self.ext[i].state == e.state;
+        self.count(e.state, e.len, true);
+        match (left, right) {
+            (true, true) => {
+                let r = self.ext[i];
+                let l = &mut self.ext[i - 1];
+                l.len += e.len + r.len;
+                l.since = l.since.max(e.since).max(r.since);
+                self.ext.copy_within(i + 1..self.n, i);
+                self.n -= 1;
+            }
+            (true, false) => {
+                let l = &mut self.ext[i - 1];
+                l.len += e.len;
+                l.since = l.since.max(e.since);
+            }
+            (false, true) => {
+                let r = &mut self.ext[i];
+                r.start = e.start;
+                r.len += e.len;
+                r.since = r.since.max(e.since);
+            }
+            (false, false) => {
+                if self.n == MAX_EXTENTS {
+                    self.count(e.state, e.len, false);
+                    return false;
+                }
+                self.ext.copy_within(i..self.n, i + 1);
+                self.ext[i] = e;
+                self.n += 1;
+            }
+        }
+        true
+    }
+
+    /// Takes `[start, start + len)`, which lies in contiguous free runs, out of them; returns
+    /// whether all of it was clean (reads zero). Needs room for one more run in the table.
+    fn carve(&mut self, start: usize, len: usize) -> bool {
+        let end = start + len;
+        let mut zero = true;
+        let mut i = self.index_after(start);
+        while i < self.n && self.ext[i].start < end {
+            let e = self.ext[i];
+            zero &= e.state == State::Clean;
+            self.remove(i);
+            if e.start < start {
+                let left = Extent {
+                    len: start - e.start,
+                    ..e
+                };
+                let ok = self.insert(left);
+                debug_assert!(ok);
+                i += 1;
+            }
+            if e.end() > end {
+                let right = Extent {
+                    start: end,
+                    len: e.end() - end,
+                    ..e
+                };
+                let ok = self.insert(right);
+                debug_assert!(ok);
+                break;
+            }
+        }
+        zero
+    }
+
+    /// Resident bytes of the free runs inside `[start, end)`.
+    fn resident_in(&self, from: usize, start: usize, end: usize) -> usize {
+        self.ext[from..self.n]
+            .iter()
+            .take_while(|e| e.start < end)
+            .filter(|e| e.state != State::Clean && e.end() > start)
+            .map(|e| e.end().min(end) - e.start.max(start))
+            .sum()
+    }
+
+    /// The best window of `len` bytes in contiguous free runs whose start plus `offset` is a
+    /// multiple of `align`: the one covering the most resident bytes, then the one in the
+    /// shortest stretch of free runs (to leave long stretches for long objects).
+    fn find(&self, len: usize, align: usize, offset: usize) -> Option<usize> {
+        let mut best: Option<(usize, usize, usize)> = None; // (start, resident, stretch)
+        let mut g = 0;
+        while g < self.n {
+            // The stretch [g, h): contiguous runs.
+            let mut h = g + 1;
+            while h < self.n && self.ext[h].start == self.ext[h - 1].end() {
+                h += 1;
+            }
+            let (gs, ge) = (self.ext[g].start, self.ext[h - 1].end());
+            if ge - gs >= len {
+                for i in g..h {
+                    let Some(s) = (self.ext[i].start + offset)
+                        .checked_next_multiple_of(align)
+                        .map(|a| a - offset)
+                    else {
+                        break;
+                    };
+                    if s.checked_add(len).is_none_or(|e| e > ge) {
+                        break;
+                    }
+                    let res = self.resident_in(i, s, s + len);
+                    let better = best.is_none_or(|(_, r, st)| {
+                        res > r || (res == r && ge - gs < st)
+                    });
+                    if better {
+                        best = Some((s, res, ge - gs));
+                    }
+                }
+            }
+            g = h;
+        }
+        best.map(|(s, _, _)| s)
+    }
+
+    /// Gives the free run at `i` back: unmapped, or (when the kernel refuses to split a mapping
+    /// at `vm.max_map_count`) dropped and kept as clean. Returns the bytes unmapped.
+    fn unmap_run(&mut self, i: usize) -> usize {
+        let e = self.ext[i];
+        // SAFETY: a free run is pages of our mappings that nothing uses.
+        if unsafe { os::unmap(e.start as *mut u8, e.len) } {
+            self.remove(i);
+            return e.len;
+        }
+        self.decommit_run(i);
+        0
+    }
+
+    /// Drops the pages of the free run at `i` (`MADV_DONTNEED`): it becomes clean. Left as it
+    /// is when the kernel refuses.
+    fn decommit_run(&mut self, i: usize) {
+        let e = self.ext[i];
+        if e.state == State::Clean {
+            return;
+        }
+        // SAFETY: a free run is pages of our mappings that nothing uses.
+        if unsafe { os::decommit(e.start as *mut u8, e.len) } {
+            RETURNED_BYTES.fetch_add(e.len as u64, Ordering::Relaxed);
+            self.relabel(i, State::Clean);
+        }
+    }
+
+    /// Puts the free run at `i` in `state` (its pages already are), and merges it.
+    fn relabel(&mut self, i: usize, state: State) {
+        let e = self.ext[i];
+        self.remove(i);
+        let ok = self.insert(Extent {
+            state,
+            since: os::monotonic_ns(),
+            ..e
+        });
+        debug_assert!(ok, "a run taken out has room to go back");
+    }
+
+    /// Applies `step` to the runs `pick` selects, highest address first, until `done`.
+    fn each(
+        &mut self,
+        pick: impl Fn(&Extent) -> bool,
+        mut step: impl FnMut(&mut HugeHeap, usize),
+        done: impl Fn(&HugeHeap) -> bool,
+    ) {
+        let mut i = self.n;
+        while i > 0 && !done(self) {
+            i -= 1;
+            if i < self.n && pick(&self.ext[i]) {
+                step(self, i);
+            }
+        }
+    }
+}
+
+/// The decay policy's work after a huge-heap operation (see the module docs).
+fn maintain(h: &mut HugeHeap) {
+    let now = os::monotonic_ns();
+    let limit = cache_limit(h, now);
+    let p = crate::policy::policy();
+    let ms = 1_000_000u64;
+    // The bound: lazy runs go first (the kernel may have taken them already), then dirty ones.
+    for state in [State::Lazy, State::Dirty] {
+        h.each(
+            |e| e.state == state,
+            |h, i| h.decommit_run(i),
+            |h| h.dirty + h.lazy <= limit,
+        );
+    }
+    // Dirty runs past the lasting bound that stayed free for the purge delay are advised.
+    let lasting = CACHE_FLOOR.max(in_use() / 8);
+    let purge_age = p.purge_delay_ms.saturating_mul(ms);
+    let decommit_age = p.decommit_delay_ms.saturating_mul(ms);
+    if h.dirty > lasting {
+        h.each(
+            |e| e.state == State::Dirty && now.saturating_sub(e.since) >= purge_age,
+            |h, i| {
+                if p.decommit_delay_ms == 0 {
+                    return h.decommit_run(i);
+                }
+                let e = h.ext[i];
+                // SAFETY: a free run is pages of our mappings that nothing uses.
+                match unsafe { os::lazy_free(e.start as *mut u8, e.len) } {
+                    Ok(()) => h.relabel(i, State::Lazy),
+                    // A kernel without MADV_FREE: decommit instead.
+                    Err(libc::EINVAL) => h.decommit_run(i),
+                    // Another refusal: the run stays dirty.
+                    Err(_) => {}
+                }
+            },
+            |h| h.dirty <= lasting / 2,
+        );
+    }
+    // Lazy runs that stayed so for the decommit delay go back; clean ones are unmapped.
+    h.each(
+        |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
+        |h, i| h.decommit_run(i),
+        |h| h.lazy == 0,
+    );
+    h.each(
+        |e| e.state == State::Clean && now.saturating_sub(e.since) >= decommit_age,
+        |h, i| {
+            h.unmap_run(i);
+        },
+        |h| h.clean == 0,
+    );
+    h.publish();
+}
+
+/// Takes a window of `len` bytes from the free runs whose address plus `offset` is a multiple
+/// of `align`; returns its start and whether it reads zero.
+pub(super) fn take(len: usize, align: usize, offset: usize) -> Option<(usize, bool)> {
+    let _errno = os::KeepErrno::new();
+    let mut h = HEAP.lock();
+    if h.n == 0 {
+        return None;
+    }
+    if h.n == MAX_EXTENTS {
+        // Room for the split below: the lowest run goes back to the OS.
+        if h.unmap_run(0) == 0 {
+            return None;
+        }
+    }
+    let start = h.find(len, align, offset)?;
+    let zero = h.carve(start, len);
+    maintain(&mut h);
+    Some((start, zero))
+}
+
+/// Extends a huge object's run `[.., end)` by `more` bytes from the free runs right behind it;
+/// `false` (nothing changed) when they are not free.
+pub(super) fn extend(end: usize, more: usize) -> bool {
+    let _errno = os::KeepErrno::new();
+    let mut h = HEAP.lock();
+    let i = h.index_after(end);
+    let mut reach = end;
+    let mut j = i;
+    while j < h.n && h.ext[j].start == reach && reach - end < more {
+        reach = h.ext[j].end();
+        j += 1;
+    }
+    if reach - end < more {
+        return false;
+    }
+    // (The runs taken start at `end`: carving them leaves at most one run behind, in the
+    // place of one taken, so the table needs no room.)
+    h.carve(end, more);
+    maintain(&mut h);
+    true
+}
+
+/// Frees the run `[start, start + len)` (a huge object's, or the tail of one), written pages.
+pub(super) fn put(start: usize, len: usize) {
+    let _errno = os::KeepErrno::new();
+    let mut h = HEAP.lock();
+    let e = Extent {
+        start,
+        len,
+        state: State::Dirty,
+        since: os::monotonic_ns(),
+    };
+    if !h.insert(e) {
+        drop(h);
+        // SAFETY: the run is ours and nothing uses it; the table has no room to keep it.
+        unsafe { os::release(start as *mut u8, len) };
+        return;
+    }
+    maintain(&mut h);
+}
+
+/// Runs the decay policy's clock (the background purge, `collect`'s neighbours).
+pub(crate) fn cache_trim() {
+    let mut h = HEAP.lock();
+    if h.n > 0 {
+        maintain(&mut h);
+    }
+}
+
+/// Unmaps every free run (called when the OS refuses a mapping, and by `collect()`); returns
+/// the bytes unmapped.
+///
+/// Takes the huge heap's lock: the caller must hold no lock that is ever taken while it is held
+/// (the page heap's lock included, since the fork handlers take this one first).
+pub(crate) fn release_cache() -> usize {
+    let _errno = os::KeepErrno::new();
+    let mut h = HEAP.lock();
+    let mut bytes = 0;
+    h.each(|_| true, |h, i| bytes += h.unmap_run(i), |_| false);
+    h.publish();
+    bytes
+}
+
+/// Holds or releases the huge heap's lock around `fork` (see `heap::fork_*`).
+pub(super) fn fork_lock(take: bool) {
+    if take {
+        HEAP.raw_lock();
+    } else {
+        // SAFETY: called by the thread that took it in the fork's prepare handler.
+        unsafe { HEAP.raw_unlock() };
+    }
+}

@@ -1,0 +1,258 @@
+//! Huge objects: a run of OS pages each, its header in the first page, the object after it,
+//! carved from the huge heap's free runs ([`super::heap`]) or, when none fits, from a new
+//! mapping of the run's own size.
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use super::heap::{self, note_peak, release_cache};
+use crate::os::{self, OS_PAGE};
+use crate::stats;
+use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
+
+/// Magic of a live huge object's header.
+const HUGE_LIVE: usize = 0x5350_4543_4855_4745; // "SPECHUGE"
+/// Magic of a freed huge object's header.
+const HUGE_FREED: usize = 0x5350_4543_4652_4545; // "SPECFREE"
+
+/// Header of a huge object, in the OS page just before it.
+#[repr(C)]
+struct HugeHeader {
+    /// [`HUGE_LIVE`] while the object is live, [`HUGE_FREED`] after.
+    magic: usize,
+    /// Start of the object's run of pages (the header's own page).
+    base: usize,
+    /// Length of the run.
+    len: usize,
+    /// The object's size as last requested (allocation or `realloc`), for the checked mode.
+    size: usize,
+    /// The object's alignment as requested, for the checked mode.
+    align: usize,
+}
+
+/// The header of the huge object at `p`.
+fn header(p: *mut u8) -> *mut HugeHeader {
+    (p as usize - OS_PAGE) as *mut HugeHeader
+}
+
+/// The run length (header page included) of a huge object of `size` bytes.
+fn run_len(size: usize) -> Option<usize> {
+    size.max(1)
+        .checked_next_multiple_of(OS_PAGE)?
+        .checked_add(OS_PAGE)
+}
+
+/// Allocates a huge object of `size` bytes at a multiple of `align` (a power of two); null when
+/// the size is impossible or the OS refuses. `req_align` is what the caller asked (recorded for
+/// the checked mode).
+pub(super) fn alloc(size: usize, align: usize, req_align: usize, zero: bool) -> *mut u8 {
+    let align = align.max(OS_PAGE);
+    let Some(len) = run_len(size) else {
+        return ptr::null_mut();
+    };
+    if len > isize::MAX as usize - align {
+        return ptr::null_mut();
+    }
+    let base = if let Some((base, fresh)) = heap::take(len, align, OS_PAGE) {
+        if zero && !fresh {
+            // SAFETY: the run was just taken from the free runs: ours, and nothing uses it.
+            unsafe { clear_reused((base + OS_PAGE) as *mut u8, size) };
+        }
+        base
+    } else {
+        // The header page, then the object at a multiple of `align`.
+        let Some(m) = os::map_placed(len, align, OS_PAGE, true).or_else(|| {
+            // Refused: give back the free runs (they may be what fills a capped address
+            // space) and try once more.
+            if release_cache() > 0 {
+                os::map_placed(len, align, OS_PAGE, true)
+            } else {
+                None
+            }
+        }) else {
+            return ptr::null_mut();
+        };
+        m.as_ptr() as usize
+    };
+    // SAFETY: the run [base, base + len) is ours; its first page holds the header.
+    unsafe { write_header(base, len, size, req_align) };
+    huge_in_use(len as isize);
+    stats::large_alloc(len);
+    (base + OS_PAGE) as *mut u8
+}
+
+/// Writes a live header for a huge object in the run `[base, base + len)`.
+///
+/// # Safety
+/// The run is a huge object's, ours; its first page is writable.
+unsafe fn write_header(base: usize, len: usize, size: usize, align: usize) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        (base as *mut HugeHeader).write(HugeHeader {
+            magic: HUGE_LIVE,
+            base,
+            len,
+            size,
+            align,
+        })
+    };
+}
+
+/// Makes the first `size` bytes of a reused run at `p` (page-aligned) read zero without
+/// touching them: the pages are dropped (`MADV_DONTNEED`) and read zero when next touched, as a
+/// fresh mapping's do, so a large zeroed allocation costs no time and no RSS until it is used
+/// (clearing with stores faulted in every page of a 256 MiB `vec![0u8; N]`). Clears with stores
+/// if the kernel refuses.
+///
+/// # Safety
+/// `[p, p + size)` is part of a huge object's run of ours that nothing else uses.
+unsafe fn clear_reused(p: *mut u8, size: usize) {
+    let len = size.next_multiple_of(OS_PAGE);
+    // SAFETY: the caller guarantees the range is ours and unused; `len` stays inside the run
+    // (a run covers its object rounded up to the page).
+    if !unsafe { os::decommit(p, len) } {
+        // SAFETY: as above.
+        unsafe { ptr::write_bytes(p, 0, size) };
+    }
+}
+
+fn huge_in_use(delta: isize) {
+    if delta >= 0 {
+        let huge = HUGE_BYTES.fetch_add(delta as usize, Ordering::Relaxed) + delta as usize;
+        note_peak(huge + IN_USE_BYTES.load(Ordering::Relaxed));
+        stats::note_in_use();
+    } else {
+        HUGE_BYTES.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+    }
+}
+
+/// Frees the huge object at `p`: its run goes to the huge heap's free runs.
+///
+/// # Safety
+/// `p` is a live huge object, not used any more.
+pub(super) unsafe fn free(p: *mut u8) {
+    // SAFETY: a huge object has its header in the page before it.
+    let h = unsafe { header(p).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    // SAFETY: the header page is ours; marking it freed lets the checked mode see a double
+    // free while the page is still a free run's.
+    unsafe { (*header(p)).magic = HUGE_FREED };
+    stats::large_free(h.len);
+    huge_in_use(-(h.len as isize));
+    heap::put(h.base, h.len);
+}
+
+/// Records the new run length of the huge object at `p` (`base` its run's start, possibly
+/// moved) after a resize from `old_len`; returns the object's address.
+///
+/// # Safety
+/// `[base, base + new_len)` is the object's run, ours, its first page the header's.
+unsafe fn resized(base: usize, old_len: usize, new_len: usize, size: usize, align: usize) -> *mut u8 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { write_header(base, new_len, size, align) };
+    stats::large_resize(old_len, new_len);
+    huge_in_use(new_len as isize - old_len as isize);
+    (base + OS_PAGE) as *mut u8
+}
+
+/// Resizes the huge object at `p`, which sits at a multiple of `align`, to `new` bytes without
+/// copying when it can: in place when its run already fits (a run more than twice as long as
+/// needed gives its tail back), by taking the free runs right behind it, or by moving its
+/// pages with `mremap` to a new place at a multiple of `align` (no copy). `None` (the object
+/// untouched) when the caller must move it.
+///
+/// # Safety
+/// `p` is a live huge object at a multiple of `align`; on `Some` only the result is used.
+pub(super) unsafe fn resize(p: *mut u8, new: usize, align: usize) -> Option<*mut u8> {
+    // SAFETY: a huge object has its header in the page before it.
+    let h = unsafe { header(p).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    let new_len = run_len(new)?;
+    if new_len <= h.len {
+        let len = if new_len >= h.len / 2 {
+            h.len
+        } else {
+            // SAFETY: the tail of the run is the object's and nothing uses it any more.
+            heap::put(h.base + new_len, h.len - new_len);
+            new_len
+        };
+        // SAFETY: the run [base, base + len) is the object's.
+        return Some(unsafe { resized(h.base, h.len, len, new, h.align) });
+    }
+    if heap::extend(h.base + h.len, new_len - h.len) {
+        // SAFETY: the object's run now reaches `new_len`.
+        return Some(unsafe { resized(h.base, h.len, new_len, new, h.align) });
+    }
+    // SAFETY: the run is the object's, at a multiple of `align` (and it asked for at most
+    // `align`, or the caller's `align` is the chunk's).
+    let base = unsafe { remap_aligned(h.base, h.len, new_len, align.max(OS_PAGE)) }?;
+    // SAFETY: the run moved whole to `base`, header page first.
+    Some(unsafe { resized(base, h.len, new_len, new, h.align) })
+}
+
+/// Moves the run `[base, base + len)` to a new place of `new_len` bytes whose second page is a
+/// multiple of `align`, by moving its pages (`mremap`, no copy): a reservation is mapped there
+/// first, and the move replaces it. `None` when the OS refuses (a run made of pieces of
+/// several mappings cannot move as one, for one); the run is then untouched.
+///
+/// # Safety
+/// The run is a live huge object's, ours; on `Some` the old range must not be used any more.
+unsafe fn remap_aligned(base: usize, len: usize, new_len: usize, align: usize) -> Option<usize> {
+    if align == OS_PAGE {
+        // Anywhere will do: the kernel grows it in place or moves it.
+        // SAFETY: the run is the object's, ours; on success only the new range is used.
+        return Some(unsafe { os::remap(base as *mut u8, len, new_len) }?.as_ptr() as usize);
+    }
+    if new_len > isize::MAX as usize - align {
+        return None;
+    }
+    let hdr = os::map_placed(new_len, align, OS_PAGE, false)?.as_ptr() as usize;
+    // SAFETY: [base, base + len) is the object's run, and [hdr, hdr + new_len) our
+    // reservation, which MREMAP_FIXED replaces; the result is checked for MAP_FAILED.
+    let m = unsafe {
+        libc::mremap(
+            base as *mut libc::c_void,
+            len,
+            new_len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            hdr as *mut libc::c_void,
+        )
+    };
+    if m == libc::MAP_FAILED {
+        // SAFETY: the reservation is a whole mapping of ours and holds nothing.
+        unsafe { os::release(hdr as *mut u8, new_len) };
+        return None;
+    }
+    debug_assert_eq!(m as usize, hdr);
+    // The reservation's bytes are now the object's, and its old range is unmapped.
+    os::MAPPED.fetch_sub(len, Ordering::Relaxed);
+    Some(hdr)
+}
+
+/// Whether the huge object at `p` has a live header (checked mode; the caller made sure the
+/// header page is mapped).
+#[cfg(feature = "checked")]
+pub(crate) fn is_live(p: *mut u8) -> bool {
+    // SAFETY: the caller checked that the header page is mapped.
+    unsafe { header(p).read().magic == HUGE_LIVE }
+}
+
+/// The (size, alignment) last requested for the live huge object at `p` (checked mode; the
+/// caller made sure the object is live, see [`is_live`]).
+#[cfg(feature = "checked")]
+pub(crate) fn layout(p: *mut u8) -> (usize, usize) {
+    // SAFETY: the caller checked that the header page is mapped and holds a live header.
+    let h = unsafe { header(p).read() };
+    (h.size, h.align)
+}
+
+/// Usable bytes of the live huge object at `p`: its run less the header page.
+///
+/// # Safety
+/// `p` is a live huge object.
+pub(crate) unsafe fn usable(p: *mut u8) -> usize {
+    // SAFETY: a huge object has its header in the page before it (the caller's guarantee).
+    let h = unsafe { header(p).read() };
+    debug_assert_eq!(h.magic, HUGE_LIVE);
+    h.len - OS_PAGE
+}
