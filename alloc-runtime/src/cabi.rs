@@ -297,10 +297,13 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
         Kind::Huge => {
             // SAFETY: a live huge object.
             let body = unsafe { large::huge_usable(p) };
+            // (Also below the huge sizes: a buffer that grew past them with room to spare, and
+            // is asked for a little more, stays; copying it back to a page run just below
+            // would move it at each step.)
+            if size <= body && size > body / 2 {
+                return p;
+            }
             if size > MEDIUM_MAX {
-                if size <= body && size > body / 2 {
-                    return p;
-                }
                 // In place, into the free runs behind it, or by moving its pages, not its
                 // bytes (with room to grow, when growing).
                 let roomy = if size > body {

@@ -116,6 +116,40 @@ pub(crate) fn map_placed(
     NonNull::new(start as *mut u8)
 }
 
+/// Maps `len` bytes (a multiple of [`OS_PAGE`]) of fresh, zeroed memory exactly at `addr`
+/// (page-aligned), accounted as [`map_placed`]'s `accounted` mappings are, only if nothing is
+/// mapped there (`MAP_FIXED_NOREPLACE`): `false` when the range is taken or the OS refuses. A
+/// kernel before 4.17 takes the flag as a hint and may place the mapping elsewhere; that
+/// mapping is given back and the answer is `false`.
+pub(crate) fn map_at(addr: usize, len: usize) -> bool {
+    debug_assert!(addr.is_multiple_of(OS_PAGE) && len.is_multiple_of(OS_PAGE) && len > 0);
+    if len > MAX_MAPPING || addr.checked_add(len).is_none_or(|end| end > MAX_MAPPING) {
+        return false;
+    }
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping: the kernel refuses
+    // (EEXIST) when any of the range is taken; the result is checked for MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    MAPPED.fetch_add(len, Ordering::Relaxed);
+    if p as usize != addr {
+        // SAFETY: a whole mapping just made by us, somewhere else, that nothing uses.
+        unsafe { release(p.cast(), len) };
+        return false;
+    }
+    true
+}
+
 /// Unmaps `[ptr, ptr + size)`; `false` when the kernel refuses (the range then stays mapped
 /// and counted): unmapping part of a mapping needs a new one, which fails with `ENOMEM` at
 /// `vm.max_map_count`. Unmapping a whole mapping never splits one.

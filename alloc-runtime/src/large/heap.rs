@@ -110,7 +110,7 @@ static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
 static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Default bound of the huge heap's resident free runs, in percent of the bytes in use.
-pub const DEFAULT_CACHE_PERCENT: usize = 25;
+pub const DEFAULT_CACHE_PERCENT: usize = 50;
 
 /// The resident free runs may always hold this many bytes (unless the bound is 0), so that a
 /// small program that frees and allocates a buffer of a few MiB in turn reuses its pages.
@@ -326,6 +326,66 @@ impl HugeHeap {
         best.map(|(s, _, _)| s)
     }
 
+    /// When no window fits: maps fresh pages right after or right before a stretch of free
+    /// runs (the one holding the most resident bytes first, a few tried), so that a window of
+    /// `len` bytes (see [`HugeHeap::find`]) covers the stretch's resident pages and only the
+    /// rest is new. Returns the window's start.
+    fn grow_stretch(&mut self, len: usize, align: usize, offset: usize) -> Option<usize> {
+        if self.n + 1 >= MAX_EXTENTS {
+            return None;
+        }
+        let mut tried = [usize::MAX; 3];
+        for t in 0..tried.len() {
+            // The stretch with the most resident bytes not tried yet: (first run, end).
+            let mut best: Option<(usize, usize, usize)> = None;
+            let mut g = 0;
+            while g < self.n {
+                let mut h = g + 1;
+                while h < self.n && self.ext[h].start == self.ext[h - 1].end() {
+                    h += 1;
+                }
+                let res = self.resident_in(g, self.ext[g].start, self.ext[h - 1].end());
+                if !tried.contains(&g) && best.is_none_or(|(_, _, r)| res > r) {
+                    best = Some((g, h, res));
+                }
+                g = h;
+            }
+            let (g, h, _) = best?;
+            tried[t] = g;
+            let (gs, ge) = (self.ext[g].start, self.ext[h - 1].end());
+            // Upward: the window from the stretch's first aligned start, fresh pages past it.
+            let up = (gs + offset).checked_next_multiple_of(align)? - offset;
+            let up_end = up.checked_add(len)?;
+            // Downward: the window ending at the stretch's end (or the last aligned start
+            // before that), fresh pages before it.
+            let mut tries = [(up, ge, up_end.saturating_sub(ge)), (0, 0, 0)];
+            if let Some(down) = ((ge.checked_sub(len)? + offset) / align * align).checked_sub(offset)
+            {
+                tries[1] = (down, down, gs.saturating_sub(down));
+            }
+            for (start, new_at, new_len) in tries {
+                if new_len == 0 {
+                    continue;
+                }
+                if os::map_at(new_at, new_len) {
+                    let ok = self.insert(Extent {
+                        start: new_at,
+                        len: new_len,
+                        state: State::Clean,
+                        since: os::monotonic_ns(),
+                    });
+                    if !ok {
+                        // SAFETY: just mapped by us; nothing uses it.
+                        unsafe { os::release(new_at as *mut u8, new_len) };
+                        return None;
+                    }
+                    return Some(start);
+                }
+            }
+        }
+        None
+    }
+
     /// Gives the free run at `i` back: unmapped, or (when the kernel refuses to split a mapping
     /// at `vm.max_map_count`) dropped and kept as clean. Returns the bytes unmapped.
     fn unmap_run(&mut self, i: usize) -> usize {
@@ -350,6 +410,51 @@ impl HugeHeap {
         if unsafe { os::decommit(e.start as *mut u8, e.len) } {
             RETURNED_BYTES.fetch_add(e.len as u64, Ordering::Relaxed);
             self.relabel(i, State::Clean);
+        }
+    }
+
+    /// Returns resident free bytes (`MADV_DONTNEED`) until at most `limit` are left: lazy runs
+    /// first (the kernel may have taken them already), then dirty ones, the shortest first
+    /// (the least use to a long object), and of the last one only its tail past the bound.
+    fn trim_to(&mut self, limit: usize) {
+        while self.dirty + self.lazy > limit {
+            let excess = (self.dirty + self.lazy - limit).next_multiple_of(os::OS_PAGE);
+            let pick = |state: State| {
+                (0..self.n)
+                    .filter(|&i| self.ext[i].state == state)
+                    .min_by_key(|&i| self.ext[i].len)
+            };
+            let Some(i) = pick(State::Lazy).or_else(|| pick(State::Dirty)) else {
+                return;
+            };
+            let e = self.ext[i];
+            if e.len <= excess || self.n == MAX_EXTENTS {
+                let before = self.dirty + self.lazy;
+                self.decommit_run(i);
+                if self.dirty + self.lazy == before {
+                    return; // refused: left to the next operation
+                }
+                continue;
+            }
+            let tail = e.end() - excess;
+            // SAFETY: the tail of a free run: pages of our mappings that nothing uses.
+            if !unsafe { os::decommit(tail as *mut u8, excess) } {
+                return;
+            }
+            RETURNED_BYTES.fetch_add(excess as u64, Ordering::Relaxed);
+            self.remove(i);
+            let head = Extent {
+                len: e.len - excess,
+                ..e
+            };
+            let clean = Extent {
+                start: tail,
+                len: excess,
+                state: State::Clean,
+                since: os::monotonic_ns(),
+            };
+            let ok = self.insert(head) && self.insert(clean);
+            debug_assert!(ok, "a split run has room");
         }
     }
 
@@ -388,14 +493,7 @@ fn maintain(h: &mut HugeHeap) {
     let limit = cache_limit(h, now);
     let p = crate::policy::policy();
     let ms = 1_000_000u64;
-    // The bound: lazy runs go first (the kernel may have taken them already), then dirty ones.
-    for state in [State::Lazy, State::Dirty] {
-        h.each(
-            |e| e.state == state,
-            |h, i| h.decommit_run(i),
-            |h| h.dirty + h.lazy <= limit,
-        );
-    }
+    h.trim_to(limit);
     // Dirty runs past the lasting bound that stayed free for the purge delay are advised.
     let lasting = CACHE_FLOOR.max(in_use() / 8);
     let purge_age = p.purge_delay_ms.saturating_mul(ms);
@@ -450,7 +548,10 @@ pub(super) fn take(len: usize, align: usize, offset: usize) -> Option<(usize, bo
             return None;
         }
     }
-    let start = h.find(len, align, offset)?;
+    let start = match h.find(len, align, offset) {
+        Some(start) => start,
+        None => h.grow_stretch(len, align, offset)?,
+    };
     let zero = h.carve(start, len);
     maintain(&mut h);
     Some((start, zero))

@@ -1,0 +1,208 @@
+//! Huge objects (over 1 MiB) come from memory the allocator already holds: buffers of varying
+//! sizes replaced at random land on resident pages (few page faults, no mapping each), a
+//! growing object extends into the free pages behind it, zeroed objects on reused pages read
+//! zero without being touched page by page, and freed pages decay (`MADV_FREE`, then
+//! `MADV_DONTNEED`, then unmapped) on the page policy's clock. One test function, so no other
+//! test of this binary disturbs the process-wide figures.
+
+mod common;
+
+use std::alloc::Layout;
+
+use specalloc_runtime::{stats, PagePolicy};
+
+use common::rss;
+
+#[global_allocator]
+static GLOBAL: specalloc_runtime::SpecAlloc = specalloc_runtime::SpecAlloc;
+
+const MIB: usize = 1 << 20;
+
+/// Minor page faults of this process so far (`getrusage`).
+fn minor_faults() -> i64 {
+    // SAFETY: `ru` is a valid out-pointer for getrusage.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut ru), 0);
+        ru.ru_minflt
+    }
+}
+
+/// A small deterministic generator (xorshift).
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// 8 live buffers of 5 to 25 MiB, written whole, replaced 200 times at random (the pattern of
+/// mimalloc-bench's malloc-large): after the first fill, the replacements reuse the freed
+/// buffers' resident pages. Each replacement writes its whole buffer; before, each was a fresh
+/// mapping faulted in page by page (one fault per 4 KiB written).
+fn replaced_buffers_reuse_resident_pages() {
+    let mut x = 7u64;
+    let size = |x: &mut u64| 5 * MIB + (next(x) as usize % (20 * MIB));
+    let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![1u8; size(&mut x)]).collect();
+    let f0 = minor_faults();
+    let mapped0 = stats().bytes_mapped;
+    let returned0 = stats().returned_to_os;
+    let mut written = 0usize;
+    for _ in 0..200 {
+        let i = next(&mut x) as usize % bufs.len();
+        let n = size(&mut x);
+        bufs[i] = vec![2u8; n];
+        written += n;
+    }
+    let faults = (minor_faults() - f0) as usize;
+    let pages = written / 4096;
+    println!(
+        "replacements: {faults} faults for {pages} pages written; mapped {} -> {} MiB; returned {} MiB; {}",
+        mapped0 / MIB,
+        stats().bytes_mapped / MIB,
+        (stats().returned_to_os - returned0) >> 20,
+        stats()
+    );
+    // Fresh mappings would fault once per page written; the free runs hold the replaced
+    // buffers' pages, so only growth past them faults (a few percent of the pages written).
+    assert!(faults * 5 <= pages, "{faults} faults for {pages} pages written");
+    // The mappings stay within the live buffers, the resident free runs' bound and the gaps.
+    assert!(
+        stats().bytes_mapped <= mapped0 + 200 * MIB,
+        "{}",
+        stats()
+    );
+    assert!(bufs.iter().all(|b| b[0] == b[b.len() - 1]));
+}
+
+/// A huge object grows into the free pages right behind it: same address, no copy.
+fn growth_extends_into_free_pages_behind() {
+    let big = Layout::from_size_align(32 * MIB, 8).unwrap();
+    let p = specalloc_runtime::alloc(big);
+    assert!(!p.is_null());
+    // SAFETY: `p` is a live block of `big`, freed once; `q` is live with 2 MiB, written at its
+    // ends, then resized, and only the result is used and freed.
+    unsafe {
+        specalloc_runtime::dealloc(p, big);
+        let small = Layout::from_size_align(2 * MIB, 8).unwrap();
+        let q = specalloc_runtime::alloc(small);
+        assert_eq!(q, p, "the freed run's start was not reused");
+        q.write(7);
+        q.add(small.size() - 1).write(9);
+        let r = specalloc_runtime::realloc(q, small, 20 * MIB);
+        assert_eq!(r, q, "did not grow in place into the free run behind it");
+        assert_eq!((*r, *r.add(small.size() - 1)), (7, 9));
+        specalloc_runtime::dealloc(r, Layout::from_size_align(20 * MIB, 8).unwrap());
+    }
+}
+
+/// A 256 MiB zeroed object on reused pages (written, freed) reads zero, and getting it touches
+/// no page: the peak RSS does not grow by its size.
+fn zeroed_on_reused_pages_is_not_touched() {
+    let l = Layout::from_size_align(256 * MIB, 8).unwrap();
+    let p = specalloc_runtime::alloc(l);
+    assert!(!p.is_null());
+    // SAFETY: a live block of 256 MiB, written in part, then freed.
+    unsafe {
+        p.write_bytes(5, 16 * MIB);
+        specalloc_runtime::dealloc(p, l);
+    }
+    let rss0 = rss();
+    let q = specalloc_runtime::alloc_zeroed(l);
+    assert!(!q.is_null());
+    let grown = rss().saturating_sub(rss0);
+    // SAFETY: a live zeroed block of 256 MiB, read at every 64th page, then freed.
+    unsafe {
+        assert!((0..l.size()).step_by(64 * 4096).all(|i| *q.add(i) == 0));
+        assert_eq!(*q.add(l.size() - 1), 0);
+        specalloc_runtime::dealloc(q, l);
+    }
+    assert!(grown < 8 * MIB, "RSS grew by {grown} B for a zeroed 256 MiB");
+}
+
+/// The C API's huge blocks come from the same free runs and stay at multiples of the chunk
+/// size (what `free` tells them by); a freed one's pages are reused by the next.
+fn c_huge_blocks_reuse_free_runs() {
+    use specalloc_runtime::cabi;
+    let chunk = 4 * MIB;
+    let a = cabi::malloc(9 * MIB);
+    assert!(!a.is_null() && a as usize % chunk == 0);
+    // SAFETY: `a` is live with 9 MiB; each block below is used within its size and freed once.
+    unsafe {
+        a.write_bytes(3, 9 * MIB);
+        cabi::free(a);
+        let mapped = stats().bytes_mapped;
+        let b = cabi::malloc(6 * MIB);
+        assert!(!b.is_null() && b as usize % chunk == 0);
+        assert_eq!(stats().bytes_mapped, mapped, "mapped anew instead of reusing");
+        let c = cabi::calloc(1, 3 * MIB);
+        assert!(!c.is_null() && c as usize % chunk == 0);
+        assert!(std::slice::from_raw_parts(c, 3 * MIB).iter().all(|&v| v == 0));
+        assert!(cabi::usable_size(b) >= 6 * MIB);
+        b.write_bytes(4, 6 * MIB);
+        let b2 = cabi::realloc(b, 7 * MIB);
+        assert!(!b2.is_null() && b2 as usize % chunk == 0);
+        assert_eq!(*b2.add(6 * MIB - 1), 4);
+        let b3 = cabi::realloc(b2, 512 << 10);
+        assert_eq!(*b3.add(100), 4);
+        cabi::free(b3);
+        cabi::free(c);
+    }
+}
+
+/// Freed runs decay on the clock: advised with `MADV_FREE` after the purge delay, returned
+/// after the decommit delay, unmapped after another; never above the resident bound.
+fn free_runs_decay_on_the_clock() {
+    let saved = specalloc_runtime::page_policy();
+    specalloc_runtime::set_page_policy(PagePolicy {
+        purge_delay_ms: 20,
+        decommit_delay_ms: 40,
+        ..saved
+    });
+    specalloc_runtime::collect();
+    let mapped0 = stats().bytes_mapped;
+    let l = Layout::from_size_align(48 * MIB, 8).unwrap();
+    let p = specalloc_runtime::alloc(l);
+    // SAFETY: a live block of 48 MiB, written, then freed.
+    unsafe {
+        p.write_bytes(1, l.size());
+        specalloc_runtime::dealloc(p, l);
+    }
+    let s = stats();
+    assert!(s.large_cache_bytes <= s.large_cache_limit, "{s}");
+    // The clock runs on huge-heap operations: a small huge object allocated and freed.
+    let tick = || {
+        let t = Layout::from_size_align(2 * MIB, 8).unwrap();
+        let q = specalloc_runtime::alloc(t);
+        // SAFETY: allocated with `t`.
+        unsafe { specalloc_runtime::dealloc(q, t) };
+    };
+    let mut advised = false;
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        tick();
+        advised |= stats().large_free_lazy > 0;
+    }
+    let s = stats();
+    println!("after the delays: {s}");
+    assert!(advised, "never advised with MADV_FREE");
+    // What stays resident for good: 4 MiB or an eighth of the bytes in use.
+    assert!(
+        s.large_cache_bytes <= (4 * MIB).max(s.pages_in_use / 8) + 2 * MIB,
+        "{s}"
+    );
+    assert!(
+        s.bytes_mapped <= mapped0 + 8 * MIB,
+        "free runs not unmapped: {s}"
+    );
+    specalloc_runtime::set_page_policy(saved);
+}
+
+#[test]
+fn huge_objects_reuse_memory_the_allocator_holds() {
+    growth_extends_into_free_pages_behind();
+    c_huge_blocks_reuse_free_runs();
+    replaced_buffers_reuse_resident_pages();
+    zeroed_on_reused_pages_is_not_touched();
+    free_runs_decay_on_the_clock();
+}
