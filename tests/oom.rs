@@ -332,17 +332,17 @@ fn try_reserve_of_impossible_sizes_is_err() {
     assert!(d.try_reserve(1 << 42).is_err());
 }
 
-/// Capped address space: freed huge mappings kept in the allocator's reuse cache must not make
-/// later allocations fail. Fills the cap with 8 MiB blocks, frees them all (the cache keeps some
-/// of their mappings), then asks for nearly as much again, once as huge blocks the cache cannot
-/// serve (64 KiB-aligned) and once as small blocks (new chunks): both must succeed.
+/// Capped address space: freed huge objects' pages kept for reuse must not make later
+/// allocations fail. Fills the cap with 8 MiB blocks, frees them all (their pages are kept up to
+/// a bound), then asks for nearly as much again, once as huge blocks aligned above a page and
+/// once as small blocks (new chunks, which the kept pages cannot serve): both must succeed.
 fn cache_child() {
     // Every vector this child fills is reserved before the cap, so that only the allocations
     // under test can meet a null; a failure frees what it holds before panicking.
     let mut aligned: Vec<*mut u8> = Vec::with_capacity(1024);
     let mut small: Vec<Filled> = Vec::with_capacity(64 * 1024);
     cap_address_space(vm_size() + 512 * MIB);
-    // 256 MiB in use, so that the cache's bound (a quarter of the bytes in use) is ~64 MiB.
+    // 256 MiB in use, so that the bound of the kept pages (the bytes in use) is ~256 MiB.
     let base: Vec<Filled> = (0..4096u64)
         .map(|k| Filled::new(64 * 1024, 7 << 32 | k).expect("64 KiB block"))
         .collect();
@@ -357,7 +357,7 @@ fn cache_child() {
         "the cache kept nothing: this test checks nothing"
     );
 
-    // Huge blocks that cannot come from the cache (alignment above a page).
+    // Huge blocks aligned above a page.
     let layout = Layout::from_size_align(8 * MIB, 64 * 1024).unwrap();
     for k in 0..n - 1 {
         let p = specalloc::alloc(layout);

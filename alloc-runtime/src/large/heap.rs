@@ -110,7 +110,7 @@ static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
 static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Default bound of the huge heap's resident free runs, in percent of the bytes in use.
-pub const DEFAULT_CACHE_PERCENT: usize = 50;
+pub const DEFAULT_CACHE_PERCENT: usize = 100;
 
 /// The resident free runs may always hold this many bytes (unless the bound is 0), so that a
 /// small program that frees and allocates a buffer of a few MiB in turn reuses its pages.
@@ -172,6 +172,17 @@ pub(super) fn note_peak(in_use: usize) {
     WINDOW_PEAK.fetch_max(in_use, Ordering::Relaxed);
 }
 
+/// The age a merged run takes: the longer part's (a few pages freed beside a long run that
+/// has aged do not make it young again, which would keep it from ever decaying while they
+/// come and go).
+fn age_of(a: Extent, b: Extent) -> u64 {
+    if a.len >= b.len {
+        a.since
+    } else {
+        b.since
+    }
+}
+
 impl HugeHeap {
     fn count(&mut self, state: State, bytes: usize, add: bool) {
         let c = match state {
@@ -216,21 +227,27 @@ impl HugeHeap {
             (true, true) => {
                 let r = self.ext[i];
                 let l = &mut self.ext[i - 1];
+                let since = age_of(*l, e);
+                let merged = Extent {
+                    len: l.len + e.len,
+                    since,
+                    ..*l
+                };
+                l.since = age_of(merged, r);
                 l.len += e.len + r.len;
-                l.since = l.since.max(e.since).max(r.since);
                 self.ext.copy_within(i + 1..self.n, i);
                 self.n -= 1;
             }
             (true, false) => {
                 let l = &mut self.ext[i - 1];
+                l.since = age_of(*l, e);
                 l.len += e.len;
-                l.since = l.since.max(e.since);
             }
             (false, true) => {
                 let r = &mut self.ext[i];
+                r.since = age_of(*r, e);
                 r.start = e.start;
                 r.len += e.len;
-                r.since = r.since.max(e.since);
             }
             (false, false) => {
                 if self.n == MAX_EXTENTS {

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the six C workloads of `bench/c/` with `cc -O2`, and finds
+//! directory of its own), compiles the seven C workloads of `bench/c/` with `cc -O2`, and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
@@ -72,7 +72,7 @@ fn usage() -> Usage {
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
                 \n\
-                Runs six C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
+                Runs seven C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
                 glibc and on\n\
                 specalloc, mimalloc, jemalloc, tcmalloc and snmalloc (each LD_PRELOADed, missing \
                 ones left\n\
@@ -349,6 +349,7 @@ fn programs(root: &Path, work: &Path, quick: bool) -> Vec<Program> {
         "strings",
         "bintree",
         "reallocbuf",
+        "largebuf",
     ] {
         let exe = work.join("bin").join(w);
         let st = Command::new("cc")

@@ -23,7 +23,7 @@
 //! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
 //! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
 //! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
-//! `"…".to_string()` keys. `syn`, `btree`, `text` and `grow` have none: their
+//! `"…".to_string()` keys. `syn`, `btree`, `text`, `grow` and `largebuf` have none: their
 //! sizes are known only at run time, or their allocations are made inside
 //! syn, serde_json and std.
 
@@ -164,6 +164,13 @@ pub const PROGRAMS: &[Program] = &[
         run: rebuild::grow,
         default_scale: 10,
         quick_scale: 1,
+    },
+    Program {
+        name: "largebuf",
+        what: "20 live buffers of 5-25 MiB, each replaced at random by a new one, written whole",
+        run: rebuild::largebuf,
+        default_scale: 20,
+        quick_scale: 2,
     },
 ];
 

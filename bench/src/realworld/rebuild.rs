@@ -123,3 +123,24 @@ pub fn grow(scale: u32) -> u64 {
     }
     h
 }
+
+/// Live buffers of [`largebuf`].
+const LARGE_BUFFERS: usize = 20;
+
+/// `100 × scale` random replacements of one of 20 live buffers of 5 to 25 MiB
+/// (the pattern of mimalloc-bench's malloc-large): each new buffer, written
+/// whole (`vec![x; n]`), is made before the one it replaces is dropped.
+pub fn largebuf(scale: u32) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let mut r = rng(0x1a26_0000);
+    let mut bufs: Vec<Vec<u8>> = (0..LARGE_BUFFERS).map(|_| Vec::new()).collect();
+    let mut h = 0;
+    for k in 0..100 * u64::from(scale) {
+        let i = (r.next_u64() % LARGE_BUFFERS as u64) as usize;
+        let n = (5 * MIB + r.next_u64() % (20 * MIB)) as usize;
+        bufs[i] = vec![k as u8; n];
+        h = mix(h, bufs[i][n / 2] as u64 ^ n as u64);
+    }
+    bufs.iter()
+        .fold(h, |h, b| mix(h, b.len() as u64 ^ b.last().map_or(0, |&x| x as u64)))
+}
