@@ -79,9 +79,9 @@
 //!   objects, pages in use and their peak, memory returned to the OS); `Display` prints it
 //!   with KiB/MiB units.
 //! - [`collect()`]: gives the calling thread's empty spans, the page heap's free pages and the
-//!   cache of freed huge mappings back to the OS now, and says how much.
-//! - [`set_large_cache_percent`] (or `SPECALLOC_LARGE_CACHE_PERCENT`): the bound of the cache
-//!   of freed huge mappings.
+//!   free pages of freed huge objects back to the OS now, and says how much.
+//! - [`set_large_cache_percent`] (or `SPECALLOC_LARGE_CACHE_PERCENT`): the bound of the
+//!   resident pages of freed huge objects kept for reuse.
 //! - [`set_page_policy`] (or `SPECALLOC_PURGE_DELAY_MS`, `SPECALLOC_DECOMMIT_DELAY_MS`,
 //!   `SPECALLOC_HUGE_PAGES`): how long freed memory stays resident (saving page faults when it
 //!   is reused) before it goes back to the OS; see [`PagePolicy`]. These four are the only

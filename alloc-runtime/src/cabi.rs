@@ -160,7 +160,7 @@ enum Kind<'a> {
     Small(&'a Span),
     /// A medium object: the whole page run of this span.
     Medium(&'a Span),
-    /// A huge object with a mapping of its own.
+    /// A huge object (a run of pages of the huge heap).
     Huge,
 }
 
@@ -247,9 +247,10 @@ pub unsafe fn usable_size(p: *mut u8) -> usize {
 }
 
 /// `realloc(p, size)` for a live `p` and `size > 0`: resizes in place when the block stays in
-/// its size class, or is a page run or a huge mapping at most twice as big as needed; a huge
-/// mapping that stays huge moves its pages (`mremap`), not its bytes; anything else is copied
-/// to a new block. A page run or a huge mapping that grows gets room for half as much again (a
+/// its size class, or is a page run or a huge object at most twice as big as needed; a huge
+/// object that stays huge grows into the free pages behind it, or moves its pages (`mremap`),
+/// not its bytes; anything else is copied to a new block. A page run or a huge object that
+/// grows gets room for half as much again (a
 /// buffer grown by small appends, as readers of input of unknown length grow theirs, then moves
 /// a logarithmic number of times instead of once per page; the room costs address space, not
 /// memory, until it is written). Null when memory is refused, with `p` untouched and still
@@ -292,6 +293,17 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                 s.large_size.set(size);
                 return p;
             }
+            // Growing within the page runs: into the free pages right after it, with room for
+            // half as much again when they are free (see below), else just enough.
+            if size > bytes && size <= MEDIUM_MAX {
+                let roomy = size.max(bytes + bytes / 2).min(MEDIUM_MAX);
+                if large::grow_medium(s, large::medium_pages(roomy))
+                    || large::grow_medium(s, large::medium_pages(size))
+                {
+                    s.large_size.set(size);
+                    return p;
+                }
+            }
             bytes
         }
         Kind::Huge => {
@@ -315,7 +327,8 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                     if want <= MAX_REQUEST {
                         // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
                         // success only the result is used.
-                        if let Some(q) = unsafe { large::resize_huge_aligned(p, want, CHUNK_SIZE) } {
+                        if let Some(q) = unsafe { large::resize_huge_aligned(p, want, CHUNK_SIZE) }
+                        {
                             return q;
                         }
                     }

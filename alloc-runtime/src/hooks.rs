@@ -18,7 +18,7 @@ pub enum Lock {
     HeapPool,
     /// The central pool of a span class.
     Central(usize),
-    /// The cache of freed huge mappings.
+    /// The huge heap (the free runs of freed huge objects).
     HugeCache,
     /// The page heap.
     PageHeap,

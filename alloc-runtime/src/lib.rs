@@ -42,8 +42,8 @@
 //! - [`stats()`]: a snapshot of the allocator's counters; it prints human-readable
 //!   (`Display`), and with the `serde` feature it serializes (to JSON, for example).
 //! - [`collect()`]: returns the calling thread's empty spans, the page heap's free pages and
-//!   the cache of freed huge mappings to the OS now, and says how much.
-//! - [`set_large_cache_percent`]: the bound of the huge-mapping cache.
+//!   the free pages of freed huge objects to the OS now, and says how much.
+//! - [`set_large_cache_percent`]: the bound of the resident pages of freed huge objects.
 //! - [`set_page_policy`]: how long freed memory stays resident before it goes back to the OS.
 //!
 //! # Cargo features
@@ -60,7 +60,7 @@
 //!
 //! | variable | read | effect |
 //! | --- | --- | --- |
-//! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the cache of freed huge mappings, in percent of the bytes in use, at least 4 MiB (default 25; 0 turns the cache off); [`set_large_cache_percent`] overrides it |
+//! | `SPECALLOC_LARGE_CACHE_PERCENT` | at the first huge (over 1 MiB) free or allocation | bound of the resident pages of freed huge objects kept for reuse, in percent of the bytes in use, at least 4 MiB or what the recent peak accounts for (default 100; 0 returns them at once); [`set_large_cache_percent`] overrides it |
 //! | `SPECALLOC_PURGE_DELAY_MS` | at the first page-heap operation | ms a freed page stays resident and untouched before `MADV_FREE` (default 100; 0: at once); [`set_page_policy`] overrides it |
 //! | `SPECALLOC_DECOMMIT_DELAY_MS` | at the first page-heap operation | ms a page stays advised with `MADV_FREE` before `MADV_DONTNEED`, and the window of the recent peak (default 1000; 0: `MADV_DONTNEED` at once) |
 //! | `SPECALLOC_HUGE_PAGES` | at the first page-heap operation | `1`: `MADV_HUGEPAGE` for chunks mapped once the heap is over 64 MiB (default 0) |
@@ -410,13 +410,16 @@ fn span_class_of(size: usize, align: usize) -> usize {
     }
 }
 
-/// Sets the bound of the cache of freed huge mappings (objects over 1 MiB), in percent of the
-/// bytes in use (the cache may always hold 4 MiB); 0 turns the cache off. The default is 25 (a
-/// quarter), or the value of the environment variable `SPECALLOC_LARGE_CACHE_PERCENT` when set.
+/// Sets the bound of the resident pages of freed huge objects (over 1 MiB) kept for reuse, in
+/// percent of the bytes in use (they may always hold 4 MiB, or what the recent peak of the
+/// bytes in use accounts for); past it they go back to the OS at once (`MADV_DONTNEED`), and 0
+/// returns them as they are freed. The default is 100, or the value of the environment variable
+/// `SPECALLOC_LARGE_CACHE_PERCENT` when set. A lower bound trades page faults for RSS when a
+/// program replaces large buffers of varying sizes.
 ///
 /// ```
 /// specalloc_runtime::set_large_cache_percent(10);
-/// specalloc_runtime::set_large_cache_percent(25);
+/// specalloc_runtime::set_large_cache_percent(100);
 /// ```
 pub fn set_large_cache_percent(percent: usize) {
     large::set_cache_percent(percent);
@@ -467,12 +470,12 @@ pub struct Collected {
     /// including those of the thread's spans just handed back (and any that other threads'
     /// frees returned meanwhile).
     pub free_pages: usize,
-    /// Bytes of cached freed huge mappings unmapped.
+    /// Bytes of the huge heap's free runs (freed huge objects' pages) unmapped.
     pub huge_cache: usize,
 }
 
 impl Collected {
-    /// Bytes returned to the OS: the free pages plus the unmapped huge mappings.
+    /// Bytes returned to the OS: the free pages plus the unmapped free runs of the huge heap.
     ///
     /// ```
     /// let c = specalloc_runtime::Collected { thread_spans: 8192, free_pages: 16384, huge_cache: 4096 };
@@ -486,7 +489,7 @@ impl Collected {
 /// Returns free memory to the OS now, and says how much: the calling thread's empty spans
 /// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees) go back to the
 /// page heap, every free page of the page heap still resident is released with
-/// `madvise(MADV_DONTNEED)`, and the cache of freed huge mappings is unmapped.
+/// `madvise(MADV_DONTNEED)`, and the free runs of freed huge objects are unmapped.
 ///
 /// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
 /// thread that should trim its own). Live objects are never moved or touched. The cost is a scan

@@ -12,7 +12,7 @@
 //! - [`map`] (chunks of the page heap, the checked mode's side bitmaps, heap arenas): small,
 //!   fixed-size reservations made with `MAP_NORESERVE`, so that they stay cheap and out of the
 //!   kernel's commit accounting under the default heuristic policy.
-//! - [`map_placed`] with `accounted` (huge objects, each its own mapping of any size): no
+//! - [`map_placed`] with `accounted`, and [`map_at`] (huge objects' memory, of any size): no
 //!   `MAP_NORESERVE`, so the kernel's overcommit policy judges the request: under the default heuristic
 //!   (`vm.overcommit_memory = 0`) a mapping larger than RAM + swap is refused (glibc's `malloc`
 //!   maps the same way and is refused the same), under strict accounting (mode 2) anything past

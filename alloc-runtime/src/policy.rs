@@ -1,7 +1,7 @@
 //! The page-return policy's settings: how long freed pages stay resident before the page heap
 //! advises them (`MADV_FREE`) and returns them (`MADV_DONTNEED`), and whether a large heap asks
 //! for huge pages. A leaf: read from the environment once, set from code with
-//! [`crate::set_page_policy`]; the page heap (`chunk.rs`) and the huge-mapping cache
+//! [`crate::set_page_policy`]; the page heap (`chunk.rs`) and the huge heap
 //! (`large.rs`) read it.
 //!
 //! A page freed by the program stays *dirty* (resident, no system call) while it is young; once

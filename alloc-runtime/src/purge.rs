@@ -7,8 +7,8 @@
 //! the page heap again or calls `collect()`. With the background purge on, a thread of the
 //! allocator's own wakes every interval and does what a page-heap operation would: pages free
 //! for a purge period are advised (`MADV_FREE`), pages advised for a decommit period go back
-//! (`MADV_DONTNEED`), the recent-peak window moves on, and the cache of freed huge mappings is
-//! trimmed to its bound. Blocks still cached by a thread (its partly used spans) stay that
+//! (`MADV_DONTNEED`), the recent-peak window moves on, and the free pages of freed huge objects
+//! decay the same way. Blocks still cached by a thread (its partly used spans) stay that
 //! thread's: they are not the page heap's to give back.
 //!
 //! The thread never allocates (it is made with `pthread_create`, with every signal blocked;
@@ -101,8 +101,8 @@ fn tick() {
 /// program that frees much memory and then allocates only from its threads' caches, or sleeps,
 /// keeps those pages resident until it uses the page heap again or calls [`collect()`](crate::collect()). With it,
 /// they go back on time: advised after the purge delay, returned after the decommit delay (see
-/// [`PagePolicy`](crate::PagePolicy)), and the cache of freed huge mappings is trimmed as its recent-peak window
-/// moves on. Blocks cached in a thread's own spans stay that thread's.
+/// [`PagePolicy`](crate::PagePolicy)), and the free pages of freed huge objects decay the same
+/// way. Blocks cached in a thread's own spans stay that thread's.
 ///
 /// Also settable with the environment variable `SPECALLOC_BACKGROUND_PURGE_MS` (the interval in
 /// milliseconds, read before `main`; C programs under `LD_PRELOAD` included). The thread does

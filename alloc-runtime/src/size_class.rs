@@ -182,7 +182,7 @@ pub enum Route {
     Tiny,
     /// A size class of Go's table (its index).
     Small(usize),
-    /// A large object: a page run of the page heap, or a mapping of its own.
+    /// A large object: a page run of the page heap, or a run of the huge heap.
     Large,
 }
 

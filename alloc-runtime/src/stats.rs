@@ -20,10 +20,10 @@ pub(crate) static LARGE_ALLOCS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_FREES: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-/// Highest bytes in use seen so far (pages handed out by the page heap plus live huge mappings).
+/// Highest bytes in use seen so far (pages handed out by the page heap plus live huge objects' runs).
 /// Bytes of pages handed out by the page heap (readable without its lock).
 pub(crate) static IN_USE_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of live huge mappings.
+/// Bytes of live huge objects' runs of pages (header page included).
 pub(crate) static HUGE_BYTES: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static PEAK_IN_USE: AtomicUsize = AtomicUsize::new(0);
 

@@ -65,13 +65,12 @@ fn replaced_buffers_reuse_resident_pages() {
     );
     // Fresh mappings would fault once per page written; the free runs hold the replaced
     // buffers' pages, so only growth past them faults (a few percent of the pages written).
-    assert!(faults * 5 <= pages, "{faults} faults for {pages} pages written");
-    // The mappings stay within the live buffers, the resident free runs' bound and the gaps.
     assert!(
-        stats().bytes_mapped <= mapped0 + 200 * MIB,
-        "{}",
-        stats()
+        faults * 5 <= pages,
+        "{faults} faults for {pages} pages written"
     );
+    // The mappings stay within the live buffers, the resident free runs' bound and the gaps.
+    assert!(stats().bytes_mapped <= mapped0 + 200 * MIB, "{}", stats());
     assert!(bufs.iter().all(|b| b[0] == b[b.len() - 1]));
 }
 
@@ -117,7 +116,10 @@ fn zeroed_on_reused_pages_is_not_touched() {
         assert_eq!(*q.add(l.size() - 1), 0);
         specalloc_runtime::dealloc(q, l);
     }
-    assert!(grown < 8 * MIB, "RSS grew by {grown} B for a zeroed 256 MiB");
+    assert!(
+        grown < 8 * MIB,
+        "RSS grew by {grown} B for a zeroed 256 MiB"
+    );
 }
 
 /// The C API's huge blocks come from the same free runs and stay at multiples of the chunk
@@ -134,10 +136,16 @@ fn c_huge_blocks_reuse_free_runs() {
         let mapped = stats().bytes_mapped;
         let b = cabi::malloc(6 * MIB);
         assert!(!b.is_null() && b as usize % chunk == 0);
-        assert_eq!(stats().bytes_mapped, mapped, "mapped anew instead of reusing");
+        assert_eq!(
+            stats().bytes_mapped,
+            mapped,
+            "mapped anew instead of reusing"
+        );
         let c = cabi::calloc(1, 3 * MIB);
         assert!(!c.is_null() && c as usize % chunk == 0);
-        assert!(std::slice::from_raw_parts(c, 3 * MIB).iter().all(|&v| v == 0));
+        assert!(std::slice::from_raw_parts(c, 3 * MIB)
+            .iter()
+            .all(|&v| v == 0));
         assert!(cabi::usable_size(b) >= 6 * MIB);
         b.write_bytes(4, 6 * MIB);
         let b2 = cabi::realloc(b, 7 * MIB);

@@ -407,6 +407,50 @@ fn take_run(
     PageRun { span, zero }
 }
 
+/// Extends the run of a live medium object's span by the `more` pages right after it, when
+/// they are free: the object grows in place (no copy, and its pages stay where they are).
+/// `false`, with nothing changed, when they are not all free (or past the chunk's end).
+///
+/// # Safety
+/// `span` is a live run from [`alloc_pages`] holding one large object (state `STATE_LARGE`),
+/// which the caller owns.
+pub(crate) unsafe fn extend_pages(span: *mut Span, more: usize) -> bool {
+    // SAFETY: guaranteed by the caller.
+    let s = unsafe { &*span };
+    let start = s.start.get() as usize;
+    let chunk = (start & !(CHUNK_SIZE - 1)) as *mut Chunk;
+    let end = ((start - chunk as usize) >> PAGE_SHIFT) + s.npages.get() as usize;
+    if more == 0 || end + more > PAGES_PER_CHUNK {
+        return more == 0;
+    }
+    let mut ph = PAGE_HEAP.lock();
+    // SAFETY: the chunk header is live; the lock protects its bitmaps.
+    let cr = unsafe { &*chunk };
+    if (end..end + more).any(|i| !bit(&cr.free_bits, i)) {
+        return false;
+    }
+    set_range(&cr.free_bits, end, more, false);
+    cr.free_pages.set(cr.free_pages.get() - more);
+    let dirty = count_set(&cr.dirty_bits, end, more);
+    let lazy = count_set(&cr.lazy_bits, end, more);
+    set_range(&cr.dirty_bits, end, more, true);
+    if lazy > 0 {
+        set_range(&cr.lazy_bits, end, more, false);
+    }
+    ph.dirty_free -= dirty - lazy;
+    ph.lazy_free -= lazy;
+    ph.in_use += more;
+    ph.peak_cur = ph.peak_cur.max(ph.in_use);
+    for p in end..end + more {
+        cr.page_span[p].set(span);
+    }
+    s.npages.set(s.npages.get() + more as u32);
+    ph.publish();
+    drop(ph);
+    crate::stats::note_in_use();
+    true
+}
+
 /// Returns a span's pages to the page heap.
 ///
 /// # Safety

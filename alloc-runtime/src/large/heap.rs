@@ -9,7 +9,7 @@
 //! runs behind them ([`extend`]), shrinking ones give their tail back ([`put`]).
 //!
 //! Freed runs decay like the page heap's free pages (`chunk/decay.rs`), by age instead of by
-//! tick bits:
+//! tick bits (`decay.rs`):
 //!
 //! - *dirty* (resident, as freed) runs that stayed free for the purge delay are advised with
 //!   `MADV_FREE` (*lazy*) while the dirty bytes exceed the lasting bound (4 MiB or an eighth
@@ -18,23 +18,24 @@
 //!   mapped, not resident, reading zero);
 //! - clean runs that stayed so for the decommit delay are unmapped, so address space and the
 //!   kernel's commit charge go back too, in the large units the runs have merged into;
-//! - the resident free runs (dirty and lazy) never exceed the bound of [`cache_limit`]: a
-//!   fraction (a quarter by default) of the bytes in use, 4 MiB, or what the recent peak of the
-//!   bytes in use accounts for, whichever is most; past it, runs go back at once.
+//! - the resident free runs (dirty and lazy) never exceed the bound of `decay::cache_limit`: a
+//!   fraction (all, by default) of the bytes in use, 4 MiB, or what the recent peak of the
+//!   bytes in use accounts for, whichever is most; past it, the shortest runs go back at once
+//!   (`MADV_DONTNEED`), and of the last one only its tail past the bound.
 //!
 //! A window is chosen for the resident memory it covers (most first), so a replaced buffer
 //! lands on pages that are already mapped and resident instead of faulting fresh ones in.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::Ordering;
 
+use super::decay::{maintain, CACHE_BYTES, CLEAN_BYTES, LAZY_BYTES};
 use crate::chunk::RETURNED_BYTES;
 use crate::lock::SpinLock;
 use crate::os;
-use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
 
 /// The state of a free run's pages.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
+pub(super) enum State {
     /// Mapped, not resident: read zero.
     Clean,
     /// Advised with `MADV_FREE`: resident until the kernel takes them; read zero or old data.
@@ -45,11 +46,11 @@ enum State {
 
 /// A free run of pages `[start, start + len)`, in its state since `since` (monotonic ns).
 #[derive(Clone, Copy)]
-struct Extent {
-    start: usize,
-    len: usize,
-    state: State,
-    since: u64,
+pub(super) struct Extent {
+    pub(super) start: usize,
+    pub(super) len: usize,
+    pub(super) state: State,
+    pub(super) since: u64,
 }
 
 impl Extent {
@@ -60,28 +61,28 @@ impl Extent {
         since: 0,
     };
 
-    fn end(&self) -> usize {
+    pub(super) fn end(&self) -> usize {
         self.start + self.len
     }
 }
 
 /// Free runs kept at most; a run freed into a full table goes back to the OS at once.
-const MAX_EXTENTS: usize = 256;
+pub(super) const MAX_EXTENTS: usize = 256;
 
-struct HugeHeap {
+pub(super) struct HugeHeap {
     /// The free runs, sorted by address, none overlapping; neighbours in the same state merged.
-    ext: [Extent; MAX_EXTENTS],
-    n: usize,
+    pub(super) ext: [Extent; MAX_EXTENTS],
+    pub(super) n: usize,
     /// Bytes of free runs in each state.
-    dirty: usize,
-    lazy: usize,
-    clean: usize,
+    pub(super) dirty: usize,
+    pub(super) lazy: usize,
+    pub(super) clean: usize,
     /// Highest bytes in use of the current recent-peak window.
-    peak_cur: usize,
+    pub(super) peak_cur: usize,
     /// Highest bytes in use of the previous window.
-    peak_prev: usize,
+    pub(super) peak_prev: usize,
     /// When the window moves on (monotonic ns; 0 until the first check).
-    next_window: u64,
+    pub(super) next_window: u64,
 }
 
 static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
@@ -95,83 +96,6 @@ static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
     next_window: 0,
 });
 
-/// Bytes of free runs still resident as far as the allocator knows (dirty and lazy).
-pub(crate) static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// The bound of [`CACHE_BYTES`] at its last check.
-pub(crate) static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of free runs advised with `MADV_FREE` (part of [`CACHE_BYTES`]).
-pub(crate) static LAZY_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Bytes of free runs mapped but not resident (they read zero).
-pub(crate) static CLEAN_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Highest bytes in use seen by a huge allocation in the current window (the heap's lock is
-/// not taken there; [`cache_limit`] folds it in).
-static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
-/// The bound, in percent of the bytes in use; `usize::MAX` until first read.
-static CACHE_PERCENT: AtomicUsize = AtomicUsize::new(usize::MAX);
-
-/// Default bound of the huge heap's resident free runs, in percent of the bytes in use.
-pub const DEFAULT_CACHE_PERCENT: usize = 100;
-
-/// The resident free runs may always hold this many bytes (unless the bound is 0), so that a
-/// small program that frees and allocates a buffer of a few MiB in turn reuses its pages.
-pub const CACHE_FLOOR: usize = 4 << 20;
-
-/// Sets the bound of the resident free runs, in percent of the bytes in use (0: freed huge
-/// objects go back at once). Also settable with `SPECALLOC_LARGE_CACHE_PERCENT`.
-pub(crate) fn set_cache_percent(percent: usize) {
-    CACHE_PERCENT.store(percent, Ordering::Relaxed);
-}
-
-fn cache_percent() -> usize {
-    let p = CACHE_PERCENT.load(Ordering::Relaxed);
-    if p != usize::MAX {
-        return p;
-    }
-    let p = os::env_usize(c"SPECALLOC_LARGE_CACHE_PERCENT").unwrap_or(DEFAULT_CACHE_PERCENT);
-    CACHE_PERCENT.store(p, Ordering::Relaxed);
-    p
-}
-
-fn in_use() -> usize {
-    IN_USE_BYTES.load(Ordering::Relaxed) + HUGE_BYTES.load(Ordering::Relaxed)
-}
-
-/// The bound of the resident free runs now (see the module docs); moves the recent-peak
-/// window on when due.
-fn cache_limit(h: &mut HugeHeap, now: u64) -> usize {
-    let in_use = in_use();
-    let percent = cache_percent();
-    if percent == 0 {
-        CACHE_LIMIT.store(0, Ordering::Relaxed);
-        return 0;
-    }
-    h.peak_cur = h
-        .peak_cur
-        .max(in_use)
-        .max(WINDOW_PEAK.swap(0, Ordering::Relaxed));
-    let window = crate::policy::policy()
-        .decommit_delay_ms
-        .saturating_mul(1_000_000);
-    if h.next_window == 0 {
-        h.next_window = now.saturating_add(window);
-    }
-    h.next_window = h.next_window.min(now.saturating_add(window));
-    if now >= h.next_window {
-        h.peak_prev = h.peak_cur;
-        h.peak_cur = in_use;
-        h.next_window = now.saturating_add(window);
-    }
-    let recent = h.peak_cur.max(h.peak_prev).saturating_sub(in_use);
-    let limit = (in_use / 100 * percent).max(CACHE_FLOOR).max(recent);
-    CACHE_LIMIT.store(limit, Ordering::Relaxed);
-    limit
-}
-
-/// Notes the bytes in use after a huge allocation, for the recent-peak window.
-pub(super) fn note_peak(in_use: usize) {
-    WINDOW_PEAK.fetch_max(in_use, Ordering::Relaxed);
-}
-
 /// The age a merged run takes: the longer part's (a few pages freed beside a long run that
 /// has aged do not make it young again, which would keep it from ever decaying while they
 /// come and go).
@@ -184,7 +108,7 @@ fn age_of(a: Extent, b: Extent) -> u64 {
 }
 
 impl HugeHeap {
-    fn count(&mut self, state: State, bytes: usize, add: bool) {
+    pub(super) fn count(&mut self, state: State, bytes: usize, add: bool) {
         let c = match state {
             State::Clean => &mut self.clean,
             State::Lazy => &mut self.lazy,
@@ -197,18 +121,18 @@ impl HugeHeap {
         }
     }
 
-    fn publish(&self) {
+    pub(super) fn publish(&self) {
         CACHE_BYTES.store(self.dirty + self.lazy, Ordering::Relaxed);
         LAZY_BYTES.store(self.lazy, Ordering::Relaxed);
         CLEAN_BYTES.store(self.clean, Ordering::Relaxed);
     }
 
     /// Index of the first run ending after `addr`.
-    fn index_after(&self, addr: usize) -> usize {
+    pub(super) fn index_after(&self, addr: usize) -> usize {
         self.ext[..self.n].partition_point(|e| e.end() <= addr)
     }
 
-    fn remove(&mut self, i: usize) {
+    pub(super) fn remove(&mut self, i: usize) {
         let e = self.ext[i];
         self.count(e.state, e.len, false);
         self.ext.copy_within(i + 1..self.n, i);
@@ -217,9 +141,12 @@ impl HugeHeap {
 
     /// Inserts a free run at its place, merging it with neighbours in the same state; `false`
     /// (nothing changed) when the table is full and no neighbour takes it.
-    fn insert(&mut self, e: Extent) -> bool {
+    pub(super) fn insert(&mut self, e: Extent) -> bool {
         let i = self.index_after(e.start);
-        debug_assert!(i == self.n || self.ext[i].start >= e.end(), "free run overlaps");
+        debug_assert!(
+            i == self.n || self.ext[i].start >= e.end(),
+            "free run overlaps"
+        );
         let left = i > 0 && self.ext[i - 1].end() == e.start && self.ext[i - 1].state == e.state;
         let right = i < self.n && self.ext[i].start == e.end() && self.ext[i].state == e.state;
         self.count(e.state, e.len, true);
@@ -330,9 +257,8 @@ impl HugeHeap {
                         break;
                     }
                     let res = self.resident_in(i, s, s + len);
-                    let better = best.is_none_or(|(_, r, st)| {
-                        res > r || (res == r && ge - gs < st)
-                    });
+                    let better =
+                        best.is_none_or(|(_, r, st)| res > r || (res == r && ge - gs < st));
                     if better {
                         best = Some((s, res, ge - gs));
                     }
@@ -376,7 +302,8 @@ impl HugeHeap {
             // Downward: the window ending at the stretch's end (or the last aligned start
             // before that), fresh pages before it.
             let mut tries = [(up, ge, up_end.saturating_sub(ge)), (0, 0, 0)];
-            if let Some(down) = ((ge.checked_sub(len)? + offset) / align * align).checked_sub(offset)
+            if let Some(down) =
+                ((ge.checked_sub(len)? + offset) / align * align).checked_sub(offset)
             {
                 tries[1] = (down, down, gs.saturating_sub(down));
             }
@@ -405,7 +332,7 @@ impl HugeHeap {
 
     /// Gives the free run at `i` back: unmapped, or (when the kernel refuses to split a mapping
     /// at `vm.max_map_count`) dropped and kept as clean. Returns the bytes unmapped.
-    fn unmap_run(&mut self, i: usize) -> usize {
+    pub(super) fn unmap_run(&mut self, i: usize) -> usize {
         let e = self.ext[i];
         // SAFETY: a free run is pages of our mappings that nothing uses.
         if unsafe { os::unmap(e.start as *mut u8, e.len) } {
@@ -418,7 +345,7 @@ impl HugeHeap {
 
     /// Drops the pages of the free run at `i` (`MADV_DONTNEED`): it becomes clean. Left as it
     /// is when the kernel refuses.
-    fn decommit_run(&mut self, i: usize) {
+    pub(super) fn decommit_run(&mut self, i: usize) {
         let e = self.ext[i];
         if e.state == State::Clean {
             return;
@@ -430,53 +357,8 @@ impl HugeHeap {
         }
     }
 
-    /// Returns resident free bytes (`MADV_DONTNEED`) until at most `limit` are left: lazy runs
-    /// first (the kernel may have taken them already), then dirty ones, the shortest first
-    /// (the least use to a long object), and of the last one only its tail past the bound.
-    fn trim_to(&mut self, limit: usize) {
-        while self.dirty + self.lazy > limit {
-            let excess = (self.dirty + self.lazy - limit).next_multiple_of(os::OS_PAGE);
-            let pick = |state: State| {
-                (0..self.n)
-                    .filter(|&i| self.ext[i].state == state)
-                    .min_by_key(|&i| self.ext[i].len)
-            };
-            let Some(i) = pick(State::Lazy).or_else(|| pick(State::Dirty)) else {
-                return;
-            };
-            let e = self.ext[i];
-            if e.len <= excess || self.n == MAX_EXTENTS {
-                let before = self.dirty + self.lazy;
-                self.decommit_run(i);
-                if self.dirty + self.lazy == before {
-                    return; // refused: left to the next operation
-                }
-                continue;
-            }
-            let tail = e.end() - excess;
-            // SAFETY: the tail of a free run: pages of our mappings that nothing uses.
-            if !unsafe { os::decommit(tail as *mut u8, excess) } {
-                return;
-            }
-            RETURNED_BYTES.fetch_add(excess as u64, Ordering::Relaxed);
-            self.remove(i);
-            let head = Extent {
-                len: e.len - excess,
-                ..e
-            };
-            let clean = Extent {
-                start: tail,
-                len: excess,
-                state: State::Clean,
-                since: os::monotonic_ns(),
-            };
-            let ok = self.insert(head) && self.insert(clean);
-            debug_assert!(ok, "a split run has room");
-        }
-    }
-
     /// Puts the free run at `i` in `state` (its pages already are), and merges it.
-    fn relabel(&mut self, i: usize, state: State) {
+    pub(super) fn relabel(&mut self, i: usize, state: State) {
         let e = self.ext[i];
         self.remove(i);
         let ok = self.insert(Extent {
@@ -488,7 +370,7 @@ impl HugeHeap {
     }
 
     /// Applies `step` to the runs `pick` selects, highest address first, until `done`.
-    fn each(
+    pub(super) fn each(
         &mut self,
         pick: impl Fn(&Extent) -> bool,
         mut step: impl FnMut(&mut HugeHeap, usize),
@@ -502,53 +384,6 @@ impl HugeHeap {
             }
         }
     }
-}
-
-/// The decay policy's work after a huge-heap operation (see the module docs).
-fn maintain(h: &mut HugeHeap) {
-    let now = os::monotonic_ns();
-    let limit = cache_limit(h, now);
-    let p = crate::policy::policy();
-    let ms = 1_000_000u64;
-    h.trim_to(limit);
-    // Dirty runs past the lasting bound that stayed free for the purge delay are advised.
-    let lasting = CACHE_FLOOR.max(in_use() / 8);
-    let purge_age = p.purge_delay_ms.saturating_mul(ms);
-    let decommit_age = p.decommit_delay_ms.saturating_mul(ms);
-    if h.dirty > lasting {
-        h.each(
-            |e| e.state == State::Dirty && now.saturating_sub(e.since) >= purge_age,
-            |h, i| {
-                if p.decommit_delay_ms == 0 {
-                    return h.decommit_run(i);
-                }
-                let e = h.ext[i];
-                // SAFETY: a free run is pages of our mappings that nothing uses.
-                match unsafe { os::lazy_free(e.start as *mut u8, e.len) } {
-                    Ok(()) => h.relabel(i, State::Lazy),
-                    // A kernel without MADV_FREE: decommit instead.
-                    Err(libc::EINVAL) => h.decommit_run(i),
-                    // Another refusal: the run stays dirty.
-                    Err(_) => {}
-                }
-            },
-            |h| h.dirty <= lasting / 2,
-        );
-    }
-    // Lazy runs that stayed so for the decommit delay go back; clean ones are unmapped.
-    h.each(
-        |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
-        |h, i| h.decommit_run(i),
-        |h| h.lazy == 0,
-    );
-    h.each(
-        |e| e.state == State::Clean && now.saturating_sub(e.since) >= decommit_age,
-        |h, i| {
-            h.unmap_run(i);
-        },
-        |h| h.clean == 0,
-    );
-    h.publish();
 }
 
 /// Takes a window of `len` bytes from the free runs whose address plus `offset` is a multiple

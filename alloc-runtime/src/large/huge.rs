@@ -5,7 +5,8 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
-use super::heap::{self, note_peak, release_cache};
+use super::decay::note_peak;
+use super::heap::{self, release_cache};
 use crate::os::{self, OS_PAGE};
 use crate::stats;
 use crate::stats::{HUGE_BYTES, IN_USE_BYTES};
@@ -147,7 +148,13 @@ pub(super) unsafe fn free(p: *mut u8) {
 ///
 /// # Safety
 /// `[base, base + new_len)` is the object's run, ours, its first page the header's.
-unsafe fn resized(base: usize, old_len: usize, new_len: usize, size: usize, align: usize) -> *mut u8 {
+unsafe fn resized(
+    base: usize,
+    old_len: usize,
+    new_len: usize,
+    size: usize,
+    align: usize,
+) -> *mut u8 {
     // SAFETY: guaranteed by the caller.
     unsafe { write_header(base, new_len, size, align) };
     stats::large_resize(old_len, new_len);

@@ -27,16 +27,15 @@ use crate::size_class::PAGE_SIZE;
 use crate::span::{ListTag, STATE_LARGE};
 use crate::stats;
 
+mod decay;
 mod heap;
 mod huge;
 
-pub(crate) use heap::{
-    cache_trim, release_cache, set_cache_percent, CACHE_BYTES, CACHE_LIMIT, CLEAN_BYTES,
-    LAZY_BYTES,
-};
+pub(crate) use decay::{set_cache_percent, CACHE_BYTES, CACHE_LIMIT, CLEAN_BYTES, LAZY_BYTES};
+pub(crate) use heap::{cache_trim, release_cache};
+pub(crate) use huge::usable as huge_usable;
 #[cfg(feature = "checked")]
 pub(crate) use huge::{is_live as huge_is_live, layout as huge_layout};
-pub(crate) use huge::usable as huge_usable;
 
 /// Largest object served from the page heap (1 MiB); larger ones are mapped on their own.
 pub(crate) const MEDIUM_MAX: usize = 1 << 20;
@@ -96,6 +95,22 @@ fn alloc_medium(size: usize, align: usize, zero: bool) -> *mut u8 {
     p
 }
 
+/// Grows the medium object of span `s` in place to `npages` pages, taking the free pages right
+/// after its run (see [`chunk::extend_pages`]); `false`, with nothing changed, when it has as
+/// many already or they are not free.
+pub(crate) fn grow_medium(s: &crate::span::Span, npages: usize) -> bool {
+    let have = s.npages.get() as usize;
+    if npages <= have {
+        return false;
+    }
+    // SAFETY: `s` is a live medium object's run (the caller's), owned by the caller.
+    if !unsafe { chunk::extend_pages(s as *const _ as *mut _, npages - have) } {
+        return false;
+    }
+    stats::large_resize(have * PAGE_SIZE, npages * PAGE_SIZE);
+    true
+}
+
 /// Frees a large object.
 ///
 /// # Safety
@@ -132,9 +147,10 @@ pub(crate) unsafe fn realloc_large(
     let old_medium = is_medium(old, align);
     let new_medium = is_medium(new, align);
     if old_medium && new_medium {
-        if medium_pages(old) == medium_pages(new) {
-            // SAFETY: a medium object is a page run of its own.
-            unsafe { (*span_of(p)).large_size.set(new) };
+        // SAFETY: a medium object is a page run of its own.
+        let s = unsafe { &*span_of(p) };
+        if medium_pages(old) == medium_pages(new) || grow_medium(s, medium_pages(new)) {
+            s.large_size.set(new);
             return Some(p);
         }
         return None;

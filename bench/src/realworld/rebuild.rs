@@ -141,6 +141,7 @@ pub fn largebuf(scale: u32) -> u64 {
         bufs[i] = vec![k as u8; n];
         h = mix(h, bufs[i][n / 2] as u64 ^ n as u64);
     }
-    bufs.iter()
-        .fold(h, |h, b| mix(h, b.len() as u64 ^ b.last().map_or(0, |&x| x as u64)))
+    bufs.iter().fold(h, |h, b| {
+        mix(h, b.len() as u64 ^ b.last().map_or(0, |&x| x as u64))
+    })
 }
