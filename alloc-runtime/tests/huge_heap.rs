@@ -128,28 +128,28 @@ fn c_huge_blocks_reuse_free_runs() {
     use specalloc_runtime::cabi;
     let chunk = 4 * MIB;
     let a = cabi::malloc(9 * MIB);
-    assert!(!a.is_null() && a as usize % chunk == 0);
+    assert!(!a.is_null() && (a as usize).is_multiple_of(chunk));
     // SAFETY: `a` is live with 9 MiB; each block below is used within its size and freed once.
     unsafe {
         a.write_bytes(3, 9 * MIB);
         cabi::free(a);
         let mapped = stats().bytes_mapped;
         let b = cabi::malloc(6 * MIB);
-        assert!(!b.is_null() && b as usize % chunk == 0);
+        assert!(!b.is_null() && (b as usize).is_multiple_of(chunk));
         assert_eq!(
             stats().bytes_mapped,
             mapped,
             "mapped anew instead of reusing"
         );
         let c = cabi::calloc(1, 3 * MIB);
-        assert!(!c.is_null() && c as usize % chunk == 0);
+        assert!(!c.is_null() && (c as usize).is_multiple_of(chunk));
         assert!(std::slice::from_raw_parts(c, 3 * MIB)
             .iter()
             .all(|&v| v == 0));
         assert!(cabi::usable_size(b) >= 6 * MIB);
         b.write_bytes(4, 6 * MIB);
         let b2 = cabi::realloc(b, 7 * MIB);
-        assert!(!b2.is_null() && b2 as usize % chunk == 0);
+        assert!(!b2.is_null() && (b2 as usize).is_multiple_of(chunk));
         assert_eq!(*b2.add(6 * MIB - 1), 4);
         let b3 = cabi::realloc(b2, 512 << 10);
         assert_eq!(*b3.add(100), 4);

@@ -365,6 +365,24 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
     Some(take_run(ph, chunk, first, npages))
 }
 
+/// Marks the `n` free pages at page `first` of `cr` in use (dirty, not lazy) and updates the
+/// page heap's counters; returns how many of them held memory (0: they read zero).
+fn claim(ph: &mut PageHeap, cr: &Chunk, first: usize, n: usize) -> usize {
+    set_range(&cr.free_bits, first, n, false);
+    cr.free_pages.set(cr.free_pages.get() - n);
+    let dirty = count_set(&cr.dirty_bits, first, n);
+    let lazy = count_set(&cr.lazy_bits, first, n);
+    set_range(&cr.dirty_bits, first, n, true);
+    if lazy > 0 {
+        set_range(&cr.lazy_bits, first, n, false);
+    }
+    ph.dirty_free -= dirty - lazy;
+    ph.lazy_free -= lazy;
+    ph.in_use += n;
+    ph.peak_cur = ph.peak_cur.max(ph.in_use);
+    dirty
+}
+
 /// Hands out the free run of `npages` pages at page `first` of `chunk`.
 fn take_run(
     mut ph: crate::lock::SpinGuard<'_, PageHeap>,
@@ -374,19 +392,7 @@ fn take_run(
 ) -> PageRun {
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };
-    set_range(&cr.free_bits, first, npages, false);
-    cr.free_pages.set(cr.free_pages.get() - npages);
-    let dirty = count_set(&cr.dirty_bits, first, npages);
-    let lazy = count_set(&cr.lazy_bits, first, npages);
-    let zero = dirty == 0;
-    set_range(&cr.dirty_bits, first, npages, true);
-    if lazy > 0 {
-        set_range(&cr.lazy_bits, first, npages, false);
-    }
-    ph.dirty_free -= dirty - lazy;
-    ph.lazy_free -= lazy;
-    ph.in_use += npages;
-    ph.peak_cur = ph.peak_cur.max(ph.in_use);
+    let zero = claim(&mut ph, cr, first, npages) == 0;
     // Taking clean pages while free ones hold memory (they were too fragmented for this run)
     // may push the resident total past the recent peak.
     if ph.dirty_free + ph.lazy_free > 0 {
@@ -429,18 +435,7 @@ pub(crate) unsafe fn extend_pages(span: *mut Span, more: usize) -> bool {
     if (end..end + more).any(|i| !bit(&cr.free_bits, i)) {
         return false;
     }
-    set_range(&cr.free_bits, end, more, false);
-    cr.free_pages.set(cr.free_pages.get() - more);
-    let dirty = count_set(&cr.dirty_bits, end, more);
-    let lazy = count_set(&cr.lazy_bits, end, more);
-    set_range(&cr.dirty_bits, end, more, true);
-    if lazy > 0 {
-        set_range(&cr.lazy_bits, end, more, false);
-    }
-    ph.dirty_free -= dirty - lazy;
-    ph.lazy_free -= lazy;
-    ph.in_use += more;
-    ph.peak_cur = ph.peak_cur.max(ph.in_use);
+    claim(&mut ph, cr, end, more);
     for p in end..end + more {
         cr.page_span[p].set(span);
     }
