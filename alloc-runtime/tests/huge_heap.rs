@@ -123,7 +123,8 @@ fn zeroed_on_reused_pages_is_not_touched() {
 }
 
 /// The C API's huge blocks come from the same free runs and stay at multiples of the chunk
-/// size (what `free` tells them by); a freed one's pages are reused by the next.
+/// size (what `free` tells them by); a freed one's pages are reused by the next; a huge block
+/// resized within its room stays where it is.
 fn c_huge_blocks_reuse_free_runs() {
     use specalloc_runtime::cabi;
     let chunk = 4 * MIB;
@@ -155,6 +156,20 @@ fn c_huge_blocks_reuse_free_runs() {
         assert_eq!(*b3.add(100), 4);
         cabi::free(b3);
         cabi::free(c);
+        // A buffer grown past 1 MiB gets room to spare; asked again for a size below 1 MiB
+        // that its room still holds, it stays (it used to go back to a page run, and out
+        // again at the next growth, copying each time).
+        let m = cabi::malloc(1000 << 10);
+        m.write_bytes(6, 1000 << 10);
+        let h = cabi::realloc(m, (1 << 20) + 4096);
+        assert!((h as usize).is_multiple_of(chunk));
+        let h2 = cabi::realloc(h, (1 << 20) - 4096);
+        assert_eq!(
+            h2, h,
+            "moved out of a huge block whose room holds the new size"
+        );
+        assert_eq!(*h2.add((1000 << 10) - 1), 6);
+        cabi::free(h2);
     }
 }
 
