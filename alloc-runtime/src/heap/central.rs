@@ -1,7 +1,8 @@
 //! Central pools: per class, the spans that exited threads abandoned with live blocks in them.
 //! Nobody owns a pooled span; whoever holds its pool's lock acts as its owner. Frees into a
-//! pooled span are done under the lock ([`free_to_central`]), so the span goes back to the page
-//! heap with its last block; a refill of the class adopts pooled spans ([`central_pop`]).
+//! pooled span take no lock: they push on its remote list like any free into a span the thread
+//! does not own. A refill of the class adopts pooled spans ([`central_pop`]), and sweeps give
+//! the emptied ones back to the page heap ([`give_away`] looks at a few, [`sweep_all`] at all).
 //!
 //! The protocol is in `central_proto.rs`, shared with the loom model `tests/loom_central.rs`;
 //! this file binds it to [`Span`] and the pools' locks.
@@ -9,7 +10,8 @@
 use super::list::SpanList;
 use super::slow::{collect_remote, release_span};
 use crate::lock::SpinLock;
-use crate::span::{Block, ListTag, Span, SPAN_CLASSES};
+use crate::size_class::PAGE_SIZE;
+use crate::span::{span_pages, ListTag, Span, SPAN_CLASSES};
 
 /// The central-pool protocol (shared with the loom model).
 mod proto {
@@ -46,6 +48,14 @@ impl proto::PoolList<Span> for Central {
         self.len -= 1;
         Some(s)
     }
+
+    fn back(&self) -> Option<*const Span> {
+        self.list.back().map(|s| s as *const Span)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
 }
 
 impl proto::PoolSpan for Span {
@@ -66,15 +76,6 @@ impl proto::PoolSpan for Span {
         self.used.get()
     }
 
-    fn set_used(&self, used: u32) {
-        self.used.set(used);
-    }
-
-    unsafe fn push_local(&self, block: usize) {
-        // SAFETY: forwarded; the caller acts as the span's owner.
-        unsafe { Span::push_local(self, block as *mut Block) }
-    }
-
     fn collect_remote(&self) -> u32 {
         collect_remote(self)
     }
@@ -93,16 +94,6 @@ pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
     })
 }; SPAN_CLASSES];
 
-/// Frees `p` into an abandoned span under its pool's lock (see `central_proto.rs`). Returns
-/// false (and does nothing) if the span has been adopted meanwhile.
-///
-/// # Safety
-/// `p` is a live small block of `s`, of class `class`.
-pub(super) unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool {
-    // SAFETY: forwarded.
-    unsafe { proto::free_to_central(CENTRAL[class].lock(), s, p as usize) }
-}
-
 /// Gives away a span the exiting owner took off its lists: to the page heap if empty, else to
 /// its class's pool.
 ///
@@ -119,6 +110,17 @@ pub(super) fn central_pop(class: usize) -> Option<&'static Span> {
     let s = proto::central_pop(CENTRAL[class].lock())?;
     // SAFETY: descriptors live in chunk headers, which are never unmapped.
     Some(unsafe { &*s })
+}
+
+/// Sweeps every pool: pooled spans whose blocks have all been freed go back to the page heap.
+/// Returns the bytes given back.
+pub(crate) fn sweep_all() -> usize {
+    let mut bytes = 0;
+    for (class, pool) in CENTRAL.iter().enumerate().skip(1) {
+        let spans = proto::sweep(|| pool.lock(), usize::MAX);
+        bytes += spans * span_pages(class) * PAGE_SIZE;
+    }
+    bytes
 }
 
 /// Spans in the central pool of each class.

@@ -35,8 +35,10 @@
 //!
 //! A span whose last block is freed goes back to the page heap (after a small allowance kept
 //! for reuse). When a thread exits, its spans that still hold live blocks go to the central pool
-//! of their class, owned by nobody; a later refill of that class adopts them. Remote frees keep
-//! working throughout: they only touch the span's atomic remote list.
+//! of their class, owned by nobody; a later refill of that class adopts them, and sweeps (a few
+//! spans each time a span is pooled, every span on `collect()`) give back those whose blocks
+//! have all been freed. Remote frees keep working throughout, lock-free: they only touch the
+//! span's atomic remote list.
 
 use core::cell::Cell;
 use core::ptr;
@@ -52,7 +54,7 @@ mod list;
 mod slow;
 mod tls;
 
-pub(crate) use central::central_lens;
+pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
 pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
 #[cfg(feature = "test-hooks")]

@@ -352,8 +352,9 @@ pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
     // span and release it, and the descriptor may be set up again for another class.
     let class = span.class.get() as usize;
     // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
-    // collected (it holds a live block until then).
-    if owner != 0 && unsafe { remote::try_push(&span.remote, p as usize) } {
+    // collected (it holds a live block until then), whether an owner or a pool's sweep
+    // collects it.
+    if unsafe { remote::try_push(&span.remote, p as usize) } {
         return count_remote(heap, class);
     }
     // SAFETY: forwarded.
@@ -418,37 +419,34 @@ static WAKE_AT_USED: [u32; SPAN_CLASSES] = {
     t
 };
 
-/// A free into a span of another heap or of a central pool, other than a plain push: under the
-/// pool's lock, or the whole remote-free protocol with its notification.
+/// A free into a span of another heap or of a central pool, other than a plain push: the whole
+/// remote-free protocol with its notification. A pooled span (owner word 0) takes the plain
+/// push: its exiting owner withdrew every notification request.
 ///
 /// # Safety
 /// `p` is a live block of `span`, of class `class`, which `heap` does not own.
 #[cold]
 #[inline(never)]
 unsafe fn free_other(heap: *mut Heap, span: &Span, class: usize, p: *mut u8) {
-    // SAFETY: `p` is a live block of `span`.
-    let done = span.owner_word() == 0 && unsafe { central::free_to_central(class, span, p) };
-    if !done {
-        // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its
-        // owner does not abandon the span while it is NOTIFYING.
-        unsafe {
-            remote::free_remote(
-                &span.remote,
-                &span.owner,
-                p as usize,
-                &remote::Deliveries,
-                |hp| {
-                    #[cfg(feature = "test-hooks")]
-                    crate::hooks::in_delivery();
-                    let owner = &*(hp as *const Heap);
-                    remote::push_delayed(
-                        &owner.delayed,
-                        span as *const Span as usize,
-                        &span.delayed_next,
-                    );
-                },
-            );
-        }
+    // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its owner
+    // does not abandon the span while it is NOTIFYING.
+    unsafe {
+        remote::free_remote(
+            &span.remote,
+            &span.owner,
+            p as usize,
+            &remote::Deliveries,
+            |hp| {
+                #[cfg(feature = "test-hooks")]
+                crate::hooks::in_delivery();
+                let owner = &*(hp as *const Heap);
+                remote::push_delayed(
+                    &owner.delayed,
+                    span as *const Span as usize,
+                    &span.delayed_next,
+                );
+            },
+        );
     }
     count_remote(heap, class);
 }
