@@ -8,7 +8,7 @@
 //! this file binds it to [`Span`] and the pools' locks.
 
 use super::list::SpanList;
-use super::slow::{collect_remote, release_span};
+use super::owned::{collect_remote, release_span};
 use crate::lock::SpinLock;
 use crate::size_class::PAGE_SIZE;
 use crate::span::{span_pages, ListTag, Span, SPAN_CLASSES};
