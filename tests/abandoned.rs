@@ -9,6 +9,9 @@ use std::time::Duration;
 use specalloc_runtime::size_class::{class_of, span_bytes};
 use specalloc_runtime::test_hooks::{self, Lock};
 
+/// A block of its own: the test needs each one allocated separately, not a `Vec` of arrays.
+type Block = Box<[u8; SIZE]>;
+
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
 
@@ -18,10 +21,10 @@ const SIZE: usize = 3000;
 const BLOCKS: usize = 2000;
 
 /// Boxes made on a thread that exits before they are freed.
-fn blocks_of_an_exited_thread() -> Vec<Box<[u8; SIZE]>> {
+fn blocks_of_an_exited_thread() -> Vec<Block> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let v: Vec<Box<[u8; SIZE]>> = (0..BLOCKS).map(|i| Box::new([i as u8; SIZE])).collect();
+        let v: Vec<Block> = (0..BLOCKS).map(|i| Box::new([i as u8; SIZE])).collect();
         tx.send(v).unwrap();
     })
     .join()
@@ -76,7 +79,7 @@ fn frees_take_no_lock_and_collect_gives_the_spans_back() {
 
 fn a_refill_adopts_pooled_spans_with_the_frees_in_them() {
     let class = class_of(SIZE, 1);
-    let v: Vec<Box<[u8; SIZE]>> = {
+    let v: Vec<Block> = {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             tx.send((0..BLOCKS).map(|i| Box::new([i as u8; SIZE])).collect())

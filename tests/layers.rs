@@ -166,7 +166,7 @@ fn names_of(code: &str, files: &[String]) -> BTreeSet<String> {
             let group = &group[..group.find('}').unwrap_or(group.len())];
             group.split(',').any(|item| {
                 item.trim().split("::").next() == Some(f.as_str())
-                    || item.trim().split_whitespace().next() == Some(f.as_str())
+                    || item.split_whitespace().next() == Some(f.as_str())
             })
         });
         if path_use || group_use {
