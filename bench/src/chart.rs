@@ -5,7 +5,9 @@
 //!   (the size sweep);
 //! * [`ratio_chart`]: per program, each allocator's time relative to a
 //!   baseline (the C-workload table and the real-workload suite, against
-//!   glibc).
+//!   glibc);
+//! * [`panel_chart`]: small line charts against the thread count, one per
+//!   program (the scaling table).
 
 use std::path::Path;
 
@@ -211,6 +213,99 @@ pub fn ratio_chart(
     Ok(())
 }
 
+/// One panel of a [`panel_chart`]: its title and its lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Panel {
+    /// The panel's title (a program).
+    pub title: String,
+    /// Its lines, `(x, y)` with x a thread count.
+    pub series: Vec<Series>,
+}
+
+/// Small line charts in two columns, one per panel, with the thread count on each x axis (a
+/// log-2 scale: 1, 2, 4, …) and each panel's own y axis from 0 (`y_label`); a series has the
+/// same colour in every panel, and the first panel's legend names them. A vertical dashed line
+/// marks `cores`: the counts right of it are oversubscribed.
+pub fn panel_chart(
+    path: &Path,
+    title: &str,
+    note: &str,
+    y_label: &str,
+    cores: usize,
+    panels: &[Panel],
+) -> Result<(), String> {
+    let rows = panels.len().div_ceil(2).max(1);
+    let height = 60 + 18 * note.lines().count() as u32 + 320 * rows as u32;
+    let root = SVGBackend::new(path, (SIZE.0, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(err(path))?;
+    let body = header(&root, title, note).map_err(err(path))?;
+    let x_max = panels
+        .iter()
+        .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0)))
+        .fold(1.0, f64::max)
+        .log2();
+    for (panel, area) in panels.iter().zip(body.split_evenly((rows, 2))) {
+        let y_top = y_max(&panel.series).max(1e-9) * 1.15;
+        let mut chart = ChartBuilder::on(&area)
+            .caption(&panel.title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(-0.3f64..x_max + 0.3, 0f64..y_top)
+            .map_err(err(path))?;
+        chart
+            .configure_mesh()
+            .x_labels(x_max as usize + 1)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 0.01 && i >= 0.0 {
+                    format!("{}", 1u64 << i as u32)
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("threads")
+            .y_desc(y_label)
+            .draw()
+            .map_err(err(path))?;
+        let c = (cores.max(1) as f64).log2();
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(c, 0.0), (c, y_top)],
+                6,
+                4,
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err(path))?;
+        for (i, s) in panel.series.iter().enumerate() {
+            let colour = colour(i);
+            let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
+            let line = chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .map_err(err(path))?;
+            if std::ptr::eq(panel, &panels[0]) {
+                line.label(s.name.as_str()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+                });
+            }
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .map_err(err(path))?;
+        }
+        if std::ptr::eq(panel, &panels[0]) {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()
+                .map_err(err(path))?;
+        }
+    }
+    root.present().map_err(err(path))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +384,34 @@ mod tests {
         }
         // Five points and two legend markers.
         assert_eq!(svg.matches("<circle").count(), 7);
+    }
+
+    #[test]
+    fn panel_chart_draws_a_panel_per_program_and_one_legend() {
+        let p = tmp("panels.svg");
+        let line = |name: &str, k: f64| Series {
+            name: name.into(),
+            points: [1.0, 2.0, 4.0, 16.0].iter().map(|&t| (t, k * t)).collect(),
+        };
+        let panels: Vec<Panel> = ["larson", "xmalloc", "falseshare"]
+            .iter()
+            .map(|t| Panel {
+                title: t.to_string(),
+                series: vec![line("specalloc", 1.0), line("mimalloc", 2.0)],
+            })
+            .collect();
+        panel_chart(&p, "throughput by threads", "2 cores", "M/s", 2, &panels).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        for text in ["larson", "xmalloc", "falseshare", "throughput by threads", "threads"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // The thread counts label the x axes (plotters writes each text on a line of its own).
+        for label in ["1", "2", "4", "8", "16"] {
+            assert!(svg.lines().any(|l| l.trim() == label), "no x label {label}");
+        }
+        // The legend names each series once, in the first panel.
+        assert_eq!(svg.lines().filter(|l| l.trim() == "mimalloc").count(), 1);
+        // Four markers per line, two lines per panel.
+        assert_eq!(svg.matches("<circle").count(), 3 * 2 * 4);
     }
 }
