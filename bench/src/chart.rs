@@ -402,7 +402,13 @@ mod tests {
             .collect();
         panel_chart(&p, "throughput by threads", "2 cores", "M/s", 2, &panels).unwrap();
         let svg = std::fs::read_to_string(&p).unwrap();
-        for text in ["larson", "xmalloc", "falseshare", "throughput by threads", "threads"] {
+        for text in [
+            "larson",
+            "xmalloc",
+            "falseshare",
+            "throughput by threads",
+            "threads",
+        ] {
             assert!(svg.contains(text), "{text} missing");
         }
         // The thread counts label the x axes (plotters writes each text on a line of its own).

@@ -54,14 +54,21 @@ pub fn work_dir(root: &Path) -> PathBuf {
 }
 
 /// The allocators, glibc first: glibc, specalloc and its A/A copy (`libspecalloc.so`, built
-/// into `<work>/target` by [`build_specalloc`]), then mimalloc, jemalloc, tcmalloc and snmalloc
-/// where Debian's packages put them (`apt-get install libmimalloc2.0 libjemalloc2
-/// libtcmalloc-minimal4`), snmalloc's shim built by [`build_snmalloc`], or where
-/// `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says. A peer that is missing is left out with a line
-/// on stdout. `tool` prefixes the progress line (`[ctable]`).
+/// into `<work>/target` by [`build_specalloc`], or the library `CTABLE_SPECALLOC` names), then
+/// mimalloc, jemalloc, tcmalloc and snmalloc where Debian's packages put them (`apt-get
+/// install libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4`), snmalloc's shim built by
+/// [`build_snmalloc`], or where `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says. A peer that is
+/// missing is left out with a line on stdout. `tool` prefixes the progress line (`[ctable]`).
 pub fn allocators(tool: &str, root: &Path, work: &Path) -> Vec<Allocator> {
-    eprintln!("[{tool}] building libspecalloc.so (cargo build --release -p specalloc-capi)");
-    let so = build_specalloc(root, &work.join("target")).unwrap_or_else(|e| panic!("{e}"));
+    let so = match std::env::var_os("CTABLE_SPECALLOC") {
+        Some(so) => PathBuf::from(so),
+        None => {
+            eprintln!(
+                "[{tool}] building libspecalloc.so (cargo build --release -p specalloc-capi)"
+            );
+            build_specalloc(root, &work.join("target")).unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
     let mut allocs = vec![
         Allocator {
             name: "glibc".into(),
@@ -106,9 +113,7 @@ pub fn build_specalloc(root: &Path, target: &Path) -> Result<PathBuf, String> {
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", target);
-    let st = cmd
-        .status()
-        .map_err(|e| format!("running {cmd:?}: {e}"))?;
+    let st = cmd.status().map_err(|e| format!("running {cmd:?}: {e}"))?;
     if !st.success() {
         return Err(format!("building libspecalloc.so failed ({st}): {cmd:?}"));
     }
@@ -203,9 +208,7 @@ pub fn compile(root: &Path, name: &str, dir: &Path) -> Result<(PathBuf, String),
     cmd.args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
         .arg(&exe)
         .arg(root.join("bench/c").join(format!("{name}.c")));
-    let out = cmd
-        .output()
-        .map_err(|e| format!("running {cmd:?}: {e}"))?;
+    let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
     let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
     if !out.status.success() {
         return Err(format!("{cmd:?} failed ({}):\n{warnings}", out.status));
@@ -364,7 +367,10 @@ pub fn interleaved(
     }
     Samples {
         runs,
-        outputs: expected.into_iter().map(Option::unwrap_or_default).collect(),
+        outputs: expected
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect(),
     }
 }
 
@@ -416,11 +422,6 @@ mod tests {
     #[should_panic(expected = "output differs from glibc's")]
     fn interleaved_stops_when_an_output_differs() {
         // A different output on every run: the second allocator's first run differs.
-        interleaved(
-            "test",
-            &[sh("clock", "date +%N")],
-            &glibc_twice(),
-            1,
-        );
+        interleaved("test", &[sh("clock", "date +%N")], &glibc_twice(), 1);
     }
 }

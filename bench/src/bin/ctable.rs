@@ -28,11 +28,11 @@
 //!
 //! How long: a round runs every program once on every allocator; with all seven
 //! allocators a round took about 2.7 minutes on a loaded 2-core machine with the first six
-//! workloads (gcc's 15 s runs are most of it), and the last three add about 20 s (glibc's runs
-//! of each take 1–1.5 s), so the default 7 rounds take about 23 minutes. `--quick` (2 rounds,
-//! gcc on a fifth of the file) takes about 4 minutes of runs, plus building `libspecalloc.so`
-//! the first time (minutes; 15 minutes in all was seen on a busy machine). Its figures are not
-//! a measurement.
+//! workloads (gcc's 15 s runs are most of it), and the last three add about 15 s, so the
+//! default 7 rounds take about 21 minutes. `--quick` (2 rounds, gcc on a fifth of the file)
+//! took 2.6 minutes of runs with all nine (load 4), plus building `libspecalloc.so` the first
+//! time (minutes; 15 minutes in all was seen on a busy machine). Its figures are not a
+//! measurement.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,9 +52,9 @@ fn usage() -> Usage {
     Usage {
         name: "ctable",
         synopsis: "[--rounds N] [--quick] [--out DIR]",
-        flags: "  --rounds N     interleaved rounds (default 7: about 23 minutes on a 2-core \
+        flags: "  --rounds N     interleaved rounds (default 7: about 21 minutes on a 2-core \
                 machine)\n\
-                \x20 --quick        2 rounds, gcc on a smaller file: about 4 minutes once built; \
+                \x20 --quick        2 rounds, gcc on a smaller file: about 3 minutes once built; \
                 a smoke test,\n\
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
@@ -257,7 +257,10 @@ fn table(
     rounds: usize,
 ) -> String {
     let spec = allocs.iter().position(|a| a.name == "specalloc").unwrap();
-    let aa = allocs.iter().position(|a| a.name == "specalloc A/A").unwrap();
+    let aa = allocs
+        .iter()
+        .position(|a| a.name == "specalloc A/A")
+        .unwrap();
     let med = |p: usize, k: usize, f: fn(&Run) -> f64| median_of(&runs[p][k], f);
     let mut summary =
         String::from("Geometric mean of the median wall times over all programs:\n\n");
@@ -405,8 +408,8 @@ mod tests {
         assert!(h.starts_with("usage: ctable"), "{h}");
         // The durations and what --quick is, in the help itself.
         for text in [
-            "about 23 minutes",
-            "about 4 minutes",
+            "about 21 minutes",
+            "about 3 minutes",
             "not a measurement",
             "glibc's",
         ] {

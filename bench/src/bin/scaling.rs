@@ -32,9 +32,11 @@
 //! of every program in `<out>/scaling.svg` (`<out>` is `target/scaling` unless `--out`).
 //!
 //! How long: a round runs each program at each thread count on each allocator (5 × 5 × 7 = 175
-//! runs of 0.1–2 s); about 3 minutes a round on a loaded 2-core machine, so the default 5
-//! rounds take about 15 minutes. `--quick` (2 rounds at a tenth of the work) takes about a
-//! minute once built; its figures are not a measurement.
+//! runs; glibc's take 0.04–1.7 s, about 20 s a round in all, and most peers' less): about 2
+//! minutes a round on a 2-core machine, so the default 5 rounds take about 10 minutes.
+//! `--quick` (2 rounds at a tenth of the work) took 23 s of runs on a loaded 2-core machine,
+//! plus building `libspecalloc.so` and snmalloc's shim the first time (minutes); its figures
+//! are not a measurement.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,7 +45,7 @@ use specalloc_bench::chart::{self, Panel, Series};
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, spread};
-use specalloc_bench::table::{fmt_ratio, markdown};
+use specalloc_bench::table::{fmt_ns, fmt_ratio, markdown};
 use specalloc_bench::workers::{commit, loadavg, machine, output};
 
 /// A program of the table: its C workload and what it measures.
@@ -59,7 +61,7 @@ const WORKLOADS: [Workload; 5] = [
         name: "larson",
         what: "Larson-style server: threads replace blocks of their own set; the sets move to \
                new threads every generation",
-        scale: 4.0,
+        scale: 3.0,
     },
     Workload {
         name: "prodcons",
@@ -107,7 +109,7 @@ fn usage() -> Usage {
         name: "scaling",
         synopsis: "[--rounds N] [--quick] [--threads LIST] [--programs LIST] [--scale F] \
                    [--out DIR]",
-        flags: "  --rounds N       interleaved rounds (default 5: about 15 minutes on a 2-core \
+        flags: "  --rounds N       interleaved rounds (default 5: about 10 minutes on a 2-core \
                 machine)\n\
                 \x20 --quick          2 rounds at a tenth of the work: about a minute once \
                 built; a smoke test,\n\
@@ -427,7 +429,7 @@ impl Results<'_> {
             let mut lines = vec![head];
             for (k, a) in self.allocs.iter().enumerate() {
                 let mut line = vec![a.name.clone()];
-                line.extend(cs.iter().map(|&c| format!("{:.2}", self.throughput(c, k))));
+                line.extend(cs.iter().map(|&c| fmt_ns(self.throughput(c, k))));
                 lines.push(line);
             }
             out += &markdown(&lines);
@@ -461,8 +463,8 @@ impl Results<'_> {
                         a.name.clone(),
                         format!("{:.3}", median_of(runs, |r| r.wall)),
                         format!("±{:.1}%", spread(&walls) * 100.0),
-                        format!("{tp:.2}"),
-                        format!("{:.3}", tp / t as f64),
+                        fmt_ns(tp),
+                        fmt_ns(tp / t as f64),
                         format!("{:.3}", median_of(runs, |r| r.user)),
                         format!("{:.3}", median_of(runs, |r| r.sys)),
                         format!("{:.1}", median_of(runs, |r| r.rss_kb) / 1024.0),
@@ -475,18 +477,21 @@ impl Results<'_> {
         out
     }
 
-    /// The chart's panels: per program, every allocator's throughput by thread count (the A/A
-    /// copy left out).
+    /// The chart's panels: per program, every allocator's throughput by thread count,
+    /// specalloc's line first (the charts' red), the A/A copy left out.
     fn panels(&self) -> Vec<Panel> {
+        let spec = self.index("specalloc");
+        let mut order: Vec<usize> = (0..self.allocs.len())
+            .filter(|&k| !self.allocs[k].name.ends_with("A/A"))
+            .collect();
+        order.sort_by_key(|&k| k != spec);
         self.programs()
             .into_iter()
             .map(|(w, cs)| Panel {
                 title: format!("{} (million {}/s)", w.name, self.ops[cs[0]].1),
-                series: self
-                    .allocs
+                series: order
                     .iter()
-                    .enumerate()
-                    .filter(|(_, a)| !a.name.ends_with("A/A"))
+                    .map(|&k| (k, &self.allocs[k]))
                     .map(|(k, a)| Series {
                         name: a.name.clone(),
                         points: cs
@@ -557,7 +562,7 @@ mod tests {
         };
         assert!(h.starts_with("usage: scaling"), "{h}");
         for text in [
-            "about 15 minutes",
+            "about 10 minutes",
             "about a minute",
             "not a measurement",
             "glibc's",
@@ -626,14 +631,19 @@ mod tests {
         let d = r.details(1);
         assert!(d.contains("### xmalloc"), "{d}");
         assert!(d.contains("million allocations per second"), "{d}");
-        // 4e6 allocations in 1 s at 4 threads: 4.00 M/s in all, 1.000 per thread.
+        // 4e6 allocations in 1 s at 4 threads: 4.00 M/s in all, 1.00 per thread.
         assert!(
-            d.contains("| 4*      |     specalloc |  1.000 |  ±0.0% | 4.00 |          1.000 |"),
+            d.contains("| 4*      |     specalloc |  1.000 |  ±0.0% | 4.00 |           1.00 |"),
             "{d}"
         );
         let p = r.panels();
         assert_eq!(p.len(), 1);
-        assert_eq!(p[0].series.len(), 2, "the A/A copy is not drawn");
-        assert_eq!(p[0].series[1].points, vec![(1.0, 4.0), (4.0, 4.0)]);
+        let names: Vec<&str> = p[0].series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["specalloc", "glibc"],
+            "specalloc first, no A/A copy"
+        );
+        assert_eq!(p[0].series[0].points, vec![(1.0, 4.0), (4.0, 4.0)]);
     }
 }
