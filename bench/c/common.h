@@ -33,6 +33,23 @@ static inline uint64_t rng_next(uint64_t *x) {
         }                                                                                     \
     } while (0)
 
+/* Replaces slot k of a working set (blocks and their lengths) with a new block of n bytes,
+ * writing its first byte (`mark`) and its last (n); the old block's first and last byte go into
+ * *sum before it is freed. */
+static inline void replace_slot(unsigned char **slot, size_t *len, size_t k, size_t n,
+                                unsigned char mark, uint64_t *sum) {
+    if (slot[k]) {
+        *sum += slot[k][0] + slot[k][len[k] - 1];
+        free(slot[k]);
+    }
+    unsigned char *b = malloc(n);
+    DIE_IF(!b);
+    b[0] = mark;
+    b[n - 1] = (unsigned char)n;
+    slot[k] = b;
+    len[k] = n;
+}
+
 /* The workload's scale: argv[1] (a positive number, fractions allowed), default 1. */
 static inline double scale(int argc, char **argv) {
     double s = argc > 1 ? atof(argv[1]) : 1.0;

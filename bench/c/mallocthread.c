@@ -24,16 +24,7 @@ static void *work(void *arg) {
         size_t k = (r >> 40) % SLOTS;
         /* 1 to 2^(b+1) bytes for b in 0..11. */
         size_t n = 1 + (r >> 8) % ((size_t)2 << (r % 12));
-        if (slot[k]) {
-            w->sum += slot[k][0] + slot[k][len[k] - 1];
-            free(slot[k]);
-        }
-        unsigned char *b = malloc(n);
-        DIE_IF(!b);
-        b[0] = (unsigned char)i;
-        b[n - 1] = (unsigned char)n;
-        slot[k] = b;
-        len[k] = n;
+        replace_slot(slot, len, k, n, (unsigned char)i, &w->sum);
     }
     for (size_t k = 0; k < SLOTS; k++) free(slot[k]);
     free(slot);

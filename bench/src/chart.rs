@@ -80,6 +80,52 @@ fn y_max(series: &[Series]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// A chart of `x`/`y` coordinates (a linear or log scale each) on the SVG backend.
+type Chart<'a, X, Y> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>;
+
+/// Draws `points` as a line of `colour`, `width` pixels wide, with a marker at each point;
+/// named `legend` in the chart's legend when given.
+fn draw_line<X, Y>(
+    chart: &mut Chart<'_, X, Y>,
+    path: &Path,
+    points: &[(f64, f64)],
+    colour: RGBColor,
+    width: u32,
+    legend: Option<&str>,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let line = chart
+        .draw_series(LineSeries::new(points.to_vec(), colour.stroke_width(width)))
+        .map_err(err(path))?;
+    if let Some(name) = legend {
+        line.label(name).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+        });
+    }
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+        .map_err(err(path))?;
+    Ok(())
+}
+
+/// Draws the legend of the series labelled so far at `position`, on a white box.
+fn draw_legend<X: Ranged, Y: Ranged>(
+    chart: &mut Chart<'_, X, Y>,
+    path: &Path,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err(path))
+}
+
 /// A line chart of cost against allocation size: x on a log scale from 1 to
 /// 1024 bytes, y on a log scale too (costs differ tenfold between sizes and
 /// allocators); `note` (for example "--quick: not a measurement", one line
@@ -118,24 +164,10 @@ pub fn size_chart(
         .draw()
         .map_err(err(path))?;
     for (i, s) in series.iter().enumerate() {
-        let c = colour(i);
         let width = if i == 0 { 3 } else { 2 };
-        chart
-            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(width)))
-            .map_err(err(path))?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-            .map_err(err(path))?;
+        draw_line(&mut chart, path, &s.points, colour(i), width, Some(&s.name))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err(path))?;
+    draw_legend(&mut chart, path, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(err(path))?;
     Ok(())
 }
@@ -202,13 +234,7 @@ pub fn ratio_chart(
             .label(s.name.as_str())
             .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err(path))?;
+    draw_legend(&mut chart, path, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err(path))?;
     Ok(())
 }
@@ -277,29 +303,14 @@ pub fn panel_chart(
                 BLACK.stroke_width(1),
             ))
             .map_err(err(path))?;
+        let first = std::ptr::eq(panel, &panels[0]);
         for (i, s) in panel.series.iter().enumerate() {
-            let colour = colour(i);
             let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
-            let line = chart
-                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
-                .map_err(err(path))?;
-            if std::ptr::eq(panel, &panels[0]) {
-                line.label(s.name.as_str()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-                });
-            }
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                .map_err(err(path))?;
+            let legend = first.then_some(s.name.as_str());
+            draw_line(&mut chart, path, &points, colour(i), 2, legend)?;
         }
-        if std::ptr::eq(panel, &panels[0]) {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err(path))?;
+        if first {
+            draw_legend(&mut chart, path, SeriesLabelPosition::UpperRight)?;
         }
     }
     root.present().map_err(err(path))?;

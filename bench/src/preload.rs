@@ -308,6 +308,27 @@ pub fn run_one(prog: &Program, preload: Option<&Path>) -> Result<(Run, Vec<u8>),
     ))
 }
 
+/// The first lines of a table's report: the commit, the date, the command line that reproduces
+/// this run of bench binary `bin`, the machine and its load; then `quick_note` in bold when
+/// given (the run is `--quick`, not a measurement).
+pub fn report_header(bin: &str, quick_note: Option<&str>) -> String {
+    let date = crate::workers::output(Command::new("date").args(["-u", "+%Y-%m-%d"]))
+        .map(|d| d.trim().to_string())
+        .unwrap_or_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut header = format!(
+        "commit {}, {date}, `{}`\nmachine: {}; load {}\n",
+        crate::workers::commit(),
+        crate::cli::command_line(bin, &args),
+        crate::workers::machine(),
+        crate::workers::loadavg()
+    );
+    if let Some(note) = quick_note {
+        header += &format!("**{note}**\n");
+    }
+    header
+}
+
 /// The samples of interleaved rounds.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {

@@ -12,13 +12,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use specalloc_bench::preload::{self, Program};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use specalloc_bench::workers::workspace_root as root;
 
 fn scratch(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -35,14 +35,13 @@
 //! measurement.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use specalloc_bench::chart::{self, Series};
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, have, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, median, spread};
 use specalloc_bench::table::markdown;
-use specalloc_bench::workers::{commit, machine, output};
+use specalloc_bench::workers::{commit, machine};
 
 /// The note `--quick` prints at the start and beside its figures.
 const QUICK_NOTE: &str = "--quick: 2 rounds and a smaller gcc input, to check that everything \
@@ -102,25 +101,7 @@ fn main() {
     let allocs = preload::allocators("ctable", &root, &preload::work_dir(&root));
     let programs = programs(&root, &work, quick);
     let runs = preload::interleaved("ctable", &programs, &allocs, rounds).runs;
-    let command = format!(
-        "cargo run --release -p specalloc-bench --bin ctable --{}",
-        std::env::args()
-            .skip(1)
-            .map(|a| format!(" {a}"))
-            .collect::<String>()
-    );
-    let date = output(Command::new("date").args(["-u", "+%Y-%m-%d"]))
-        .map(|d| d.trim().to_string())
-        .unwrap_or_default();
-    let mut report = format!(
-        "commit {}, {date}, `{command}`\nmachine: {}; load {}\n",
-        commit(),
-        machine(),
-        specalloc_bench::workers::loadavg()
-    );
-    if quick {
-        report += &format!("**{QUICK_NOTE}**\n");
-    }
+    let mut report = preload::report_header("ctable", quick.then_some(QUICK_NOTE));
     report += "\n";
     report += &table(&programs, &allocs, &runs, rounds);
     let svg = out.join("ctable.svg");
@@ -405,16 +386,13 @@ mod tests {
         let Err(cli::Stop::Help(h)) = parse(&["--help"]) else {
             panic!("no help");
         };
-        assert!(h.starts_with("usage: ctable"), "{h}");
         // The durations and what --quick is, in the help itself.
-        for text in [
+        let texts = [
             "about 21 minutes",
             "about 3 minutes",
             "not a measurement",
             "glibc's",
-        ] {
-            assert!(h.contains(text), "{text} missing from:\n{h}");
-        }
-        assert!(h.lines().all(|l| l.chars().count() <= 100), "{h}");
+        ];
+        assert_eq!(cli::help_problem(&h, "ctable", &texts), None);
     }
 }

@@ -39,14 +39,13 @@
 //! are not a measurement.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use specalloc_bench::chart::{self, Panel, Series};
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, spread};
 use specalloc_bench::table::{fmt_ns, fmt_ratio, markdown};
-use specalloc_bench::workers::{commit, loadavg, machine, output};
+use specalloc_bench::workers::{commit, machine};
 
 /// A program of the table: its C workload and what it measures.
 struct Workload {
@@ -251,20 +250,7 @@ fn main() {
         })
         .collect();
 
-    let date = output(Command::new("date").args(["-u", "+%Y-%m-%d"]))
-        .map(|d| d.trim().to_string())
-        .unwrap_or_default();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut report = format!(
-        "commit {}, {date}, `{}`\nmachine: {}; load {}\n",
-        commit(),
-        cli::command_line("scaling", &args),
-        machine(),
-        loadavg()
-    );
-    if opts.quick {
-        report += &format!("**{QUICK_NOTE}**\n");
-    }
+    let mut report = preload::report_header("scaling", opts.quick.then_some(QUICK_NOTE));
     report += &format!(
         "\nThis machine has {cores} cores (available_parallelism): the runs at more than {cores} \
          threads (marked *) are oversubscribed. Every program does the same work at every \
@@ -560,17 +546,14 @@ mod tests {
         let Err(cli::Stop::Help(h)) = parse(&["--help"]) else {
             panic!("no help");
         };
-        assert!(h.starts_with("usage: scaling"), "{h}");
-        for text in [
+        let texts = [
             "about 10 minutes",
             "about a minute",
             "not a measurement",
             "glibc's",
             "1,2,4,8,16",
-        ] {
-            assert!(h.contains(text), "{text} missing from:\n{h}");
-        }
-        assert!(h.lines().all(|l| l.chars().count() <= 100), "{h}");
+        ];
+        assert_eq!(cli::help_problem(&h, "scaling", &texts), None);
     }
 
     #[test]
