@@ -244,20 +244,32 @@ pub fn ratio_chart(
 pub struct Panel {
     /// The panel's title (a program).
     pub title: String,
-    /// Its lines, `(x, y)` with x a thread count.
+    /// Its lines, `(i, y)` with `i` the index of an x label ([`PanelAxes::x_labels`]).
     pub series: Vec<Series>,
 }
 
-/// Small line charts in two columns, one per panel, with the thread count on each x axis (a
-/// log-2 scale: 1, 2, 4, …) and each panel's own y axis from 0 (`y_label`); a series has the
-/// same colour in every panel, and the first panel's legend names them. A vertical dashed line
-/// marks `cores`: the counts right of it are oversubscribed.
+/// The axes every panel of a [`panel_chart`] shares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PanelAxes {
+    /// The x axis's description (`threads`).
+    pub x_desc: String,
+    /// The x values, equally spaced, in order (`1`, `2`, `4`, …).
+    pub x_labels: Vec<String>,
+    /// The y axis's description.
+    pub y_desc: String,
+    /// Where to draw a vertical dashed line, in x label indices (`1.5`: between the second
+    /// and the third), if anywhere.
+    pub divider: Option<f64>,
+}
+
+/// Small line charts in two columns, one per panel, with the same x values on each x axis
+/// (equally spaced) and each panel's own y axis from 0; a series has the same colour in every
+/// panel, and the first panel's legend names them.
 pub fn panel_chart(
     path: &Path,
     title: &str,
     note: &str,
-    y_label: &str,
-    cores: usize,
+    axes: &PanelAxes,
     panels: &[Panel],
 ) -> Result<(), String> {
     let rows = panels.len().div_ceil(2).max(1);
@@ -265,49 +277,51 @@ pub fn panel_chart(
     let root = SVGBackend::new(path, (SIZE.0, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
     let body = header(&root, title, note).map_err(err(path))?;
-    let x_max = panels
-        .iter()
-        .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0)))
-        .fold(1.0, f64::max)
-        .log2();
+    let n = axes.x_labels.len().max(1);
     for (panel, area) in panels.iter().zip(body.split_evenly((rows, 2))) {
-        let y_top = y_max(&panel.series).max(1e-9) * 1.15;
+        let first = std::ptr::eq(panel, &panels[0]);
+        // Headroom in the first panel for the legend, so that it hides no line.
+        let room = if first {
+            1.2 + 0.07 * panel.series.len() as f64
+        } else {
+            1.15
+        };
+        let y_top = y_max(&panel.series).max(1e-9) * room;
         let mut chart = ChartBuilder::on(&area)
             .caption(&panel.title, ("sans-serif", 15))
             .margin(10)
             .x_label_area_size(32)
             .y_label_area_size(56)
-            .build_cartesian_2d(-0.3f64..x_max + 0.3, 0f64..y_top)
+            .build_cartesian_2d(-0.3f64..n as f64 - 0.7, 0f64..y_top)
             .map_err(err(path))?;
         chart
             .configure_mesh()
-            .x_labels(x_max as usize + 1)
+            .x_labels(n)
             .x_label_formatter(&|x| {
                 let i = x.round();
                 if (x - i).abs() < 0.01 && i >= 0.0 {
-                    format!("{}", 1u64 << i as u32)
+                    axes.x_labels.get(i as usize).cloned().unwrap_or_default()
                 } else {
                     String::new()
                 }
             })
-            .x_desc("threads")
-            .y_desc(y_label)
+            .x_desc(axes.x_desc.as_str())
+            .y_desc(axes.y_desc.as_str())
             .draw()
             .map_err(err(path))?;
-        let c = (cores.max(1) as f64).log2();
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(c, 0.0), (c, y_top)],
-                6,
-                4,
-                BLACK.stroke_width(1),
-            ))
-            .map_err(err(path))?;
-        let first = std::ptr::eq(panel, &panels[0]);
+        if let Some(x) = axes.divider {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x, 0.0), (x, y_top)],
+                    6,
+                    4,
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(err(path))?;
+        }
         for (i, s) in panel.series.iter().enumerate() {
-            let points: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x.log2(), y)).collect();
             let legend = first.then_some(s.name.as_str());
-            draw_line(&mut chart, path, &points, colour(i), 2, legend)?;
+            draw_line(&mut chart, path, &s.points, colour(i), 2, legend)?;
         }
         if first {
             draw_legend(&mut chart, path, SeriesLabelPosition::UpperRight)?;
@@ -400,9 +414,12 @@ mod tests {
     #[test]
     fn panel_chart_draws_a_panel_per_program_and_one_legend() {
         let p = tmp("panels.svg");
+        let counts = ["1", "2", "3", "16"];
         let line = |name: &str, k: f64| Series {
             name: name.into(),
-            points: [1.0, 2.0, 4.0, 16.0].iter().map(|&t| (t, k * t)).collect(),
+            points: (0..counts.len())
+                .map(|i| (i as f64, k * i as f64))
+                .collect(),
         };
         let panels: Vec<Panel> = ["larson", "xmalloc", "falseshare"]
             .iter()
@@ -411,7 +428,13 @@ mod tests {
                 series: vec![line("specalloc", 1.0), line("mimalloc", 2.0)],
             })
             .collect();
-        panel_chart(&p, "throughput by threads", "2 cores", "M/s", 2, &panels).unwrap();
+        let axes = PanelAxes {
+            x_desc: "threads".into(),
+            x_labels: counts.map(String::from).to_vec(),
+            y_desc: "M/s".into(),
+            divider: Some(1.5),
+        };
+        panel_chart(&p, "throughput by threads", "2 cores", &axes, &panels).unwrap();
         let svg = std::fs::read_to_string(&p).unwrap();
         for text in [
             "larson",
@@ -422,8 +445,8 @@ mod tests {
         ] {
             assert!(svg.contains(text), "{text} missing");
         }
-        // The thread counts label the x axes (plotters writes each text on a line of its own).
-        for label in ["1", "2", "4", "8", "16"] {
+        // Every x value labels the x axes (plotters writes each text on a line of its own).
+        for label in counts {
             assert!(svg.lines().any(|l| l.trim() == label), "no x label {label}");
         }
         // The legend names each series once, in the first panel.

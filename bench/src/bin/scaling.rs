@@ -40,7 +40,7 @@
 
 use std::path::{Path, PathBuf};
 
-use specalloc_bench::chart::{self, Panel, Series};
+use specalloc_bench::chart::{self, Panel, PanelAxes, Series};
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, spread};
@@ -89,8 +89,8 @@ const WORKLOADS: [Workload; 5] = [
 const THREADS: [u64; 5] = [1, 2, 4, 8, 16];
 
 /// The note `--quick` prints at the start and beside its figures.
-const QUICK_NOTE: &str = "--quick: 2 rounds at a tenth of the work, to check that everything \
-                          runs: NOT A MEASUREMENT";
+const QUICK_NOTE: &str = "--quick: few rounds, little work, to check that everything runs: NOT \
+                          A MEASUREMENT";
 
 /// The command line.
 #[derive(Clone, Debug, PartialEq)]
@@ -269,7 +269,7 @@ fn main() {
 
     let svg = out.join("scaling.svg");
     let note = format!(
-        "{}; median of {} rounds; the dashed line: {cores} cores, oversubscribed right of it\n\
+        "{}; median of {} rounds; {cores} cores: oversubscribed right of the dashed line\n\
          commit {}; {}",
         if opts.quick {
             QUICK_NOTE
@@ -284,8 +284,7 @@ fn main() {
         &svg,
         "Throughput by thread count (LD_PRELOAD; higher is better)",
         &note,
-        "million per second",
-        cores,
+        &results.axes(),
         &results.panels(),
     );
     println!("{report}");
@@ -463,6 +462,17 @@ impl Results<'_> {
         out
     }
 
+    /// The chart's axes: the thread counts, a dashed line before the oversubscribed ones.
+    fn axes(&self) -> PanelAxes {
+        let over = self.threads.iter().position(|&t| t as usize > self.cores);
+        PanelAxes {
+            x_desc: "threads".into(),
+            x_labels: self.threads.iter().map(u64::to_string).collect(),
+            y_desc: "million per second".into(),
+            divider: over.filter(|&i| i > 0).map(|i| i as f64 - 0.5),
+        }
+    }
+
     /// The chart's panels: per program, every allocator's throughput by thread count,
     /// specalloc's line first (the charts' red), the A/A copy left out.
     fn panels(&self) -> Vec<Panel> {
@@ -482,7 +492,8 @@ impl Results<'_> {
                         name: a.name.clone(),
                         points: cs
                             .iter()
-                            .map(|&c| (self.cases[c].threads as f64, self.throughput(c, k)))
+                            .enumerate()
+                            .map(|(i, &c)| (i as f64, self.throughput(c, k)))
                             .collect(),
                     })
                     .collect(),
@@ -627,6 +638,9 @@ mod tests {
             ["specalloc", "glibc"],
             "specalloc first, no A/A copy"
         );
-        assert_eq!(p[0].series[0].points, vec![(1.0, 4.0), (4.0, 4.0)]);
+        assert_eq!(p[0].series[0].points, vec![(0.0, 4.0), (1.0, 4.0)]);
+        let a = r.axes();
+        assert_eq!(a.x_labels, ["1", "4"]);
+        assert_eq!(a.divider, Some(0.5), "between 1 and 4 threads on 2 cores");
     }
 }
