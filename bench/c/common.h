@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CACHE_LINE 64
 
@@ -67,6 +68,16 @@ static inline int thread_count(int argc, char **argv, int dflt) {
 static inline long share(double total, int parts) {
     long n = (long)(total / parts);
     return n > 0 ? n : 1;
+}
+
+/* A zeroed array of n elements of `size` bytes starting on a cache line: with elements declared
+ * _Alignas(CACHE_LINE), each thread's state has lines of its own, so that the workload itself
+ * makes no false sharing (only the allocator may). */
+static inline void *cache_aligned(size_t n, size_t size) {
+    size_t bytes = (n * size + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
+    void *p = aligned_alloc(CACHE_LINE, bytes);
+    DIE_IF(!p);
+    return memset(p, 0, bytes);
 }
 
 /* Runs fn(args + i * stride) for i in 0..n, each on a thread of its own, and joins them. */

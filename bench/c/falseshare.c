@@ -12,7 +12,7 @@
 #define REPEAT 10000
 
 struct worker {
-    unsigned char *handed;
+    _Alignas(CACHE_LINE) unsigned char *handed;
     long objects;
     uint64_t sum;
 };
@@ -35,8 +35,7 @@ static void *work(void *arg) {
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
     long objects = share(24000 * scale(argc, argv), threads);
-    struct worker *w = calloc((size_t)threads, sizeof *w);
-    DIE_IF(!w);
+    struct worker *w = cache_aligned((size_t)threads, sizeof *w);
     for (int i = 0; i < threads; i++) {
         w[i].handed = malloc(OBJECT);
         DIE_IF(!w[i].handed);

@@ -10,7 +10,7 @@
 #define GENERATIONS 20
 
 struct set {
-    unsigned char *b[SET];
+    _Alignas(CACHE_LINE) unsigned char *b[SET];
     uint64_t rng;
     uint64_t sum;
     long rounds;
@@ -36,9 +36,9 @@ static void *serve(void *arg) {
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
     long rounds = share(GENERATIONS * 400000 * scale(argc, argv), GENERATIONS * threads);
-    struct set *sets = calloc((size_t)threads, sizeof *sets);
+    struct set *sets = cache_aligned((size_t)threads, sizeof *sets);
     struct set **owner = malloc((size_t)threads * sizeof *owner);
-    DIE_IF(!sets || !owner);
+    DIE_IF(!owner);
     for (int i = 0; i < threads; i++) {
         sets[i].rng = (uint64_t)i + 1;
         sets[i].rounds = rounds;

@@ -35,8 +35,7 @@ static void *work(void *arg) {
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
     long ops = share(20000000 * scale(argc, argv), threads);
-    struct worker *w = aligned_alloc(CACHE_LINE, (size_t)threads * sizeof *w);
-    DIE_IF(!w);
+    struct worker *w = cache_aligned((size_t)threads, sizeof *w);
     for (int i = 0; i < threads; i++) w[i] = (struct worker){(uint64_t)i + 3, 0, ops};
     run_threads(threads, work, w, sizeof *w);
     uint64_t sum = 0;

@@ -9,7 +9,7 @@
 #define QUEUE 1024
 
 struct pair {
-    unsigned char *queue[QUEUE];
+    _Alignas(CACHE_LINE) unsigned char *queue[QUEUE];
     size_t head, tail;
     pthread_mutex_t mu;
     pthread_cond_t not_full, not_empty;
@@ -88,9 +88,9 @@ int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 4);
     int pairs = threads / 2, producers = pairs + threads % 2;
     long per = share(3000000 * scale(argc, argv), producers);
-    struct pair *q = calloc((size_t)producers, sizeof *q);
+    struct pair *q = cache_aligned((size_t)producers, sizeof *q);
     struct role *roles = calloc((size_t)threads, sizeof *roles);
-    DIE_IF(!q || !roles);
+    DIE_IF(!roles);
     for (int i = 0; i < producers; i++) {
         DIE_IF(pthread_mutex_init(&q[i].mu, NULL) != 0);
         DIE_IF(pthread_cond_init(&q[i].not_full, NULL) != 0);

@@ -20,7 +20,7 @@ struct mailbox {
 };
 
 struct worker {
-    struct mailbox *in, *out;
+    _Alignas(CACHE_LINE) struct mailbox *in, *out;
     uint64_t rng, sum;
     long batches;
 };
@@ -87,9 +87,8 @@ static void *work(void *arg) {
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
     long batches = share(4000000 * scale(argc, argv) / BATCH, threads);
-    struct mailbox *boxes = aligned_alloc(CACHE_LINE, (size_t)threads * sizeof *boxes);
-    struct worker *w = calloc((size_t)threads, sizeof *w);
-    DIE_IF(!boxes || !w);
+    struct mailbox *boxes = cache_aligned((size_t)threads, sizeof *boxes);
+    struct worker *w = cache_aligned((size_t)threads, sizeof *w);
     for (int i = 0; i < threads; i++) {
         atomic_init(&boxes[i].head, 0);
         atomic_init(&boxes[i].tail, 0);

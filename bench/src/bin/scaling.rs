@@ -251,10 +251,13 @@ fn main() {
         .collect();
 
     let mut report = preload::report_header("scaling", opts.quick.then_some(QUICK_NOTE));
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     report += &format!(
-        "\nThis machine has {cores} cores (available_parallelism): the runs at more than {cores} \
-         threads (marked *) are oversubscribed. Every program does the same work at every \
-         thread count, split between its threads.\n\n"
+        "\nThis machine has {} (available_parallelism): the runs at more than {} (marked *) are \
+         oversubscribed. Every program does the same work at every thread count, split between \
+         its threads.\n\n",
+        plural(cores, "core"),
+        plural(cores, "thread")
     );
     let results = Results {
         cases: &cases,
@@ -262,6 +265,7 @@ fn main() {
         runs: &samples.runs,
         ops: &ops,
         threads: &opts.threads,
+        scale: opts.scale,
         cores,
     };
     report += &results.summary();
@@ -269,7 +273,7 @@ fn main() {
 
     let svg = out.join("scaling.svg");
     let note = format!(
-        "{}; median of {} rounds; {cores} cores: oversubscribed right of the dashed line\n\
+        "{}; median of {} rounds; {}: oversubscribed right of the dashed line\n\
          commit {}; {}",
         if opts.quick {
             QUICK_NOTE
@@ -277,6 +281,7 @@ fn main() {
             "interleaved rounds"
         },
         opts.rounds,
+        plural(cores, "core"),
         commit(),
         machine()
     );
@@ -323,6 +328,8 @@ struct Results<'a> {
     /// Per case, the operations it does and their unit.
     ops: &'a [(f64, String)],
     threads: &'a [u64],
+    /// `--scale`: each workload's own scale is multiplied by it.
+    scale: f64,
     cores: usize,
 }
 
@@ -405,9 +412,13 @@ impl Results<'_> {
         for (w, cs) in self.programs() {
             let unit = &self.ops[cs[0]].1;
             out += &format!(
-                "\n### {}\n\n{}. Throughput, million {unit} per second (median of {rounds} \
-                 rounds; higher is better):\n\n",
-                w.name, w.what
+                "\n### {}\n\n{} (`bench/c/{}.c`, run as `{} {} THREADS`). Throughput, million \
+                 {unit} per second (median of {rounds} rounds; higher is better):\n\n",
+                w.name,
+                w.what,
+                w.name,
+                w.name,
+                w.scale * self.scale
             );
             let mut head = vec!["allocator".to_string()];
             head.extend(cs.iter().map(|&c| self.heading(self.cases[c].threads)));
@@ -616,6 +627,7 @@ mod tests {
             runs: &runs,
             ops: &ops,
             threads: &[1, 4],
+            scale: 0.5,
             cores: 2,
         };
         let s = r.summary();
@@ -624,6 +636,7 @@ mod tests {
         assert!(s.contains("|    4* |"), "oversubscribed count marked: {s}");
         let d = r.details(1);
         assert!(d.contains("### xmalloc"), "{d}");
+        assert!(d.contains("run as `xmalloc 0.5 THREADS`"), "{d}");
         assert!(d.contains("million allocations per second"), "{d}");
         // 4e6 allocations in 1 s at 4 threads: 4.00 M/s in all, 1.00 per thread.
         assert!(
