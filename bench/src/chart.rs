@@ -111,6 +111,38 @@ where
     Ok(())
 }
 
+/// The label of category axis position `x`: `labels[i]` at the whole number `i`, nothing between.
+fn category_label(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 0.01 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// Draws a thin black dashed line from `from` to `to`.
+fn draw_dashed<X, Y>(
+    chart: &mut Chart<'_, X, Y>,
+    path: &Path,
+    from: (f64, f64),
+    to: (f64, f64),
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![from, to],
+            6,
+            4,
+            BLACK.stroke_width(1),
+        ))
+        .map_err(err(path))?;
+    Ok(())
+}
+
 /// Draws the legend of the series labelled so far at `position`, on a white box.
 fn draw_legend<X: Ranged, Y: Ranged>(
     chart: &mut Chart<'_, X, Y>,
@@ -200,25 +232,11 @@ pub fn ratio_chart(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 0.01 && i >= 0.0 {
-                categories.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(categories, *x))
         .y_desc(y_label)
         .draw()
         .map_err(err(path))?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            vec![(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
-            6,
-            4,
-            BLACK.stroke_width(1),
-        ))
-        .map_err(err(path))?;
+    draw_dashed(&mut chart, path, (-0.5, 1.0), (n as f64 - 0.5, 1.0))?;
     let k = series.len().max(1) as f64;
     for (j, s) in series.iter().enumerate() {
         let c = colour(j);
@@ -297,27 +315,13 @@ pub fn panel_chart(
         chart
             .configure_mesh()
             .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 0.01 && i >= 0.0 {
-                    axes.x_labels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category_label(&axes.x_labels, *x))
             .x_desc(axes.x_desc.as_str())
             .y_desc(axes.y_desc.as_str())
             .draw()
             .map_err(err(path))?;
         if let Some(x) = axes.divider {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x, 0.0), (x, y_top)],
-                    6,
-                    4,
-                    BLACK.stroke_width(1),
-                ))
-                .map_err(err(path))?;
+            draw_dashed(&mut chart, path, (x, 0.0), (x, y_top))?;
         }
         for (i, s) in panel.series.iter().enumerate() {
             let legend = first.then_some(s.name.as_str());
