@@ -51,16 +51,24 @@ static inline void replace_slot(unsigned char **slot, size_t *len, size_t k, siz
     len[k] = n;
 }
 
+/* Stops with the command line's form and what was wrong with it. */
+static inline void bad_usage(char **argv, const char *what) {
+    fprintf(stderr, "usage: %s [SCALE [THREADS]]: %s\n", argv[0], what);
+    exit(2);
+}
+
 /* The workload's scale: argv[1] (a positive number, fractions allowed), default 1. */
 static inline double scale(int argc, char **argv) {
-    double s = argc > 1 ? atof(argv[1]) : 1.0;
-    return s > 0 ? s : 1.0;
+    if (argc < 2) return 1.0;
+    double s = atof(argv[1]);
+    if (!(s > 0)) bad_usage(argv, "SCALE must be a positive number (1: the default work)");
+    return s;
 }
 
 /* The number of threads: argv[2], default `dflt`; at most 1024. */
 static inline int thread_count(int argc, char **argv, int dflt) {
     int t = argc > 2 ? atoi(argv[2]) : dflt;
-    DIE_IF(t < 1 || t > 1024);
+    if (t < 1 || t > 1024) bad_usage(argv, "THREADS must be a whole number from 1 to 1024");
     return t;
 }
 

@@ -1,7 +1,8 @@
 //! The C workloads of the C-workload and scaling tables (`bench/c/`), not timed: each compiles
 //! with `-O2 -Wall -Wextra` without a warning, the multi-threaded ones print the same line
 //! under `LD_PRELOAD=libspecalloc.so` as on glibc's malloc at a small scale and at several
-//! thread counts, and the scaling binary runs one tiny configuration end to end.
+//! thread counts, a bad scale or thread count stops them with their usage, and the scaling
+//! binary runs one tiny configuration end to end.
 //!
 //! `libspecalloc.so` is built as the C API's tests build it (`cargo build --release -p
 //! specalloc-capi` into `target/capi-build`, so that the two share it), or taken from
@@ -131,6 +132,34 @@ fn workloads_agree_under_specalloc_and_glibc() {
         allocating, runs,
         "not every run allocated from specalloc:\n{reports}"
     );
+}
+
+/// A scale or thread count that makes no sense stops the workload with its usage (it never
+/// falls back to the full work).
+#[test]
+fn workloads_reject_bad_arguments() {
+    if !have_cc("the C workloads' arguments") {
+        return;
+    }
+    let exe = preload::compiled(&root(), "xmalloc", &scratch("arguments"));
+    for (args, why) in [
+        (["0", "1"], "SCALE must be a positive number"),
+        (["x", "1"], "SCALE must be a positive number"),
+        (["1", "0"], "THREADS must be a whole number from 1 to 1024"),
+        (
+            ["1", "2000"],
+            "THREADS must be a whole number from 1 to 1024",
+        ),
+    ] {
+        let o = Command::new(&exe).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("[SCALE [THREADS]]") && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
 }
 
 /// `scaling --quick` on one program at two thread counts and a hundredth of the work, with the

@@ -55,6 +55,16 @@ struct Workload {
     scale: f64,
 }
 
+impl Workload {
+    /// Its scale argument at `--scale scale`, to six significant digits (`0.3`, not
+    /// `0.30000000000000004`).
+    fn scale_arg(&self, scale: f64) -> String {
+        let x = self.scale * scale;
+        let unit = 10f64.powf(5.0 - x.log10().floor());
+        format!("{}", (x * unit).round() / unit)
+    }
+}
+
 const WORKLOADS: [Workload; 5] = [
     Workload {
         name: "larson",
@@ -226,7 +236,7 @@ fn main() {
     for w in WORKLOADS.iter().filter(|w| opts.programs.contains(&w.name)) {
         let exe = preload::compiled(&root, w.name, &work.join("bin"));
         for &t in &opts.threads {
-            let args = [format!("{}", w.scale * opts.scale), t.to_string()];
+            let args = [w.scale_arg(opts.scale), t.to_string()];
             programs.push(Program::c(
                 format!("{} at {t} thread{}", w.name, if t == 1 { "" } else { "s" }),
                 &exe,
@@ -418,7 +428,7 @@ impl Results<'_> {
                 w.what,
                 w.name,
                 w.name,
-                w.scale * self.scale
+                w.scale_arg(self.scale)
             );
             let mut head = vec!["allocator".to_string()];
             head.extend(cs.iter().map(|&c| self.heading(self.cases[c].threads)));
@@ -576,6 +586,14 @@ mod tests {
             "1,2,4,8,16",
         ];
         assert_eq!(cli::help_problem(&h, "scaling", &texts), None);
+    }
+
+    #[test]
+    fn scale_arguments_are_short() {
+        assert_eq!(WORKLOADS[0].scale_arg(0.1), "0.3");
+        assert_eq!(WORKLOADS[2].scale_arg(1.0), "1");
+        assert_eq!(WORKLOADS[2].scale_arg(1.0 / 3.0), "0.333333");
+        assert_eq!(WORKLOADS[2].scale_arg(1e-7), "0.0000001");
     }
 
     #[test]
