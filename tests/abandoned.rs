@@ -37,6 +37,7 @@ fn blocks_of_an_exited_thread() -> Vec<Block> {
 fn spans_of_exited_threads() {
     frees_take_no_lock_and_collect_gives_the_spans_back();
     a_refill_adopts_pooled_spans_with_the_frees_in_them();
+    emptied_pooled_spans_go_back_as_the_program_allocates();
 }
 
 fn frees_take_no_lock_and_collect_gives_the_spans_back() {
@@ -75,6 +76,31 @@ fn frees_take_no_lock_and_collect_gives_the_spans_back() {
         "collect gave back the emptied pooled spans: {c:?}"
     );
     assert_eq!(specalloc::stats().central_spans, 0);
+}
+
+/// Without `collect()`: a thread's exit and the fresh spans other classes take sweep the pools.
+fn emptied_pooled_spans_go_back_as_the_program_allocates() {
+    specalloc::collect();
+    assert_eq!(specalloc::stats().central_spans, 0);
+    let v = blocks_of_an_exited_thread();
+    let pooled = specalloc::stats().central_spans;
+    assert!(pooled > 0);
+    std::thread::spawn(move || drop(v)).join().unwrap();
+    // Another class, on a thread of its own that stays alive (its spans are not pooled) until
+    // the count is read: 1,024 spans' worth of fresh pages (64-byte blocks, 128 to an 8 KiB
+    // span), each fresh span sweeping a few pooled ones.
+    let (done, wait) = (mpsc::channel(), mpsc::channel::<()>());
+    let other = std::thread::spawn(move || {
+        let v: Vec<_> = (0..1024 * 128).map(|i| Box::new([i as u8; 64])).collect();
+        done.0.send(()).unwrap();
+        wait.1.recv().unwrap();
+        v.iter().enumerate().all(|(i, b)| b[63] == i as u8)
+    });
+    done.1.recv().unwrap();
+    let left = specalloc::stats().central_spans;
+    wait.0.send(()).unwrap();
+    assert!(other.join().unwrap());
+    assert_eq!(left, 0, "{pooled} emptied pooled spans were not swept");
 }
 
 fn a_refill_adopts_pooled_spans_with_the_frees_in_them() {

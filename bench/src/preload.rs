@@ -59,6 +59,8 @@ pub fn work_dir(root: &Path) -> PathBuf {
 /// install libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4`), snmalloc's shim built by
 /// [`build_snmalloc`], or where `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says. A peer that is
 /// missing is left out with a line on stdout. `tool` prefixes the progress line (`[ctable]`).
+/// `CTABLE_BEFORE`, when set, names another build of `libspecalloc.so` (an earlier version, say)
+/// that runs in the same rounds as `specalloc before`, for a before/after comparison.
 pub fn allocators(tool: &str, root: &Path, work: &Path) -> Vec<Allocator> {
     let so = match std::env::var_os("CTABLE_SPECALLOC") {
         Some(so) => PathBuf::from(so),
@@ -83,6 +85,12 @@ pub fn allocators(tool: &str, root: &Path, work: &Path) -> Vec<Allocator> {
             preload: Some(so),
         },
     ];
+    if let Some(before) = std::env::var_os("CTABLE_BEFORE") {
+        allocs.push(Allocator {
+            name: "specalloc before".into(),
+            preload: Some(PathBuf::from(before)),
+        });
+    }
     let lib = Path::new("/usr/lib/x86_64-linux-gnu");
     for (name, default) in [
         ("mimalloc", lib.join("libmimalloc.so.2")),

@@ -2,10 +2,13 @@
 //! Nobody owns a pooled span; whoever holds its pool's lock acts as its owner. Frees into a
 //! pooled span take no lock: they push on its remote list like any free into a span the thread
 //! does not own. A refill of the class adopts pooled spans ([`central_pop`]), and sweeps give
-//! the emptied ones back to the page heap ([`give_away`] looks at a few, [`sweep_all`] at all).
+//! the emptied ones back to the page heap ([`give_away`] and [`sweep_next`], when a thread takes
+//! fresh pages, look at a few, [`sweep_all`] at all).
 //!
 //! The protocol is in `central_proto.rs`, shared with the loom model `tests/loom_central.rs`;
 //! this file binds it to [`Span`] and the pools' locks.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::list::SpanList;
 use super::owned::{collect_remote, release_span};
@@ -28,24 +31,41 @@ const _: () = assert!(proto::TAG_NONE == ListTag::None as u8);
 pub(super) struct Central {
     list: SpanList,
     len: usize,
+    /// The pool's class (its index in [`CENTRAL`]).
+    class: usize,
 }
+
+impl Central {
+    /// Sets `len`, mirrored in [`POOLED`] for readers without the lock.
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+        POOLED[self.class].store(len, Ordering::Relaxed);
+    }
+}
+
+/// Spans in each class's pool, for [`sweep_next`] to find a pool worth sweeping without
+/// taking every pool's lock (written under the pool's lock; a hint to readers).
+static POOLED: [AtomicUsize; SPAN_CLASSES] = [const { AtomicUsize::new(0) }; SPAN_CLASSES];
+
+/// Where [`sweep_next`] looks first.
+static SWEEP_CURSOR: AtomicUsize = AtomicUsize::new(0);
 // SAFETY: the list is only touched under its lock.
 unsafe impl Send for Central {}
 
 impl proto::PoolList<Span> for Central {
     fn push(&mut self, span: &Span) {
         self.list.push_front(span);
-        self.len += 1;
+        self.set_len(self.len + 1);
     }
 
     fn unlink(&mut self, span: &Span) {
         self.list.unlink(span);
-        self.len -= 1;
+        self.set_len(self.len - 1);
     }
 
     fn pop(&mut self) -> Option<*const Span> {
         let s = self.list.pop_front()? as *const Span;
-        self.len -= 1;
+        self.set_len(self.len - 1);
         Some(s)
     }
 
@@ -87,12 +107,25 @@ impl proto::PoolSpan for Span {
 }
 
 /// The pools, one per span class.
-pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
-    SpinLock::new(Central {
-        list: SpanList::new(),
-        len: 0,
-    })
-}; SPAN_CLASSES];
+pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = {
+    let mut pools = [const {
+        SpinLock::new(Central {
+            list: SpanList::new(),
+            len: 0,
+            class: 0,
+        })
+    }; SPAN_CLASSES];
+    let mut c = 0;
+    while c < SPAN_CLASSES {
+        pools[c] = SpinLock::new(Central {
+            list: SpanList::new(),
+            len: 0,
+            class: c,
+        });
+        c += 1;
+    }
+    pools
+};
 
 /// Gives away a span the exiting owner took off its lists: to the page heap if empty, else to
 /// its class's pool.
@@ -121,6 +154,22 @@ pub(crate) fn sweep_all() -> usize {
         bytes += spans * span_pages(class) * PAGE_SIZE;
     }
     bytes
+}
+
+/// Sweeps a few spans of the next pool that holds any (round robin over the classes): called
+/// when a thread takes fresh pages for a span, so that spans exited threads left behind, once
+/// their blocks are all freed, go back to the page heap as the program keeps allocating, even in
+/// classes nobody refills and without `collect()`.
+pub(super) fn sweep_next() {
+    let start = SWEEP_CURSOR.load(Ordering::Relaxed);
+    for i in 0..SPAN_CLASSES {
+        let class = (start + i) % SPAN_CLASSES;
+        if POOLED[class].load(Ordering::Relaxed) != 0 {
+            SWEEP_CURSOR.store(class + 1, Ordering::Relaxed);
+            proto::sweep(|| CENTRAL[class].lock(), proto::SWEEP_ON_PUSH);
+            return;
+        }
+    }
 }
 
 /// Spans in the central pool of each class.

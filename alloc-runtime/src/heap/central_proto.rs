@@ -9,7 +9,8 @@
 // (the exiting owner quiesced the span, so its remote state is NONE and no delivery happens).
 // Only the allocating side takes the lock:
 // - a refill adopts a pooled span (`central_pop`) and collects its remote list as its new owner;
-// - a sweep (`sweep`: a few spans each time a span is pooled, all of them on `collect()`) takes
+// - a sweep (`sweep`: a few spans each time a span is pooled or a thread takes fresh pages for a
+//   span, all of them on `collect()`) takes
 //   the oldest pooled span off the list, collects its remote list, and gives it back to the page
 //   heap if no block is live, else puts it back at the front.
 // A remote free counts in the span's `used` until it is collected, so a span whose `used` is 0

@@ -40,7 +40,7 @@
 //! A span whose last block is freed goes back to the page heap (after a small allowance kept
 //! for reuse). When a thread exits, its spans that still hold live blocks go to the central pool
 //! of their class, owned by nobody; a later refill of that class adopts them, and sweeps (a few
-//! spans each time a span is pooled, every span on `collect()`) give back those whose blocks
+//! spans each time a span is pooled or a thread takes fresh pages, every span on `collect()`) give back those whose blocks
 //! have all been freed. Remote frees keep working throughout, lock-free: they only touch the
 //! span's atomic remote list.
 

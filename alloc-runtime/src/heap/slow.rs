@@ -83,7 +83,9 @@ fn refill(h: &Heap, class: usize) -> Option<&Span> {
         }
         retire_current(h, class, s);
     }
-    // A new span from the page heap.
+    // A new span from the page heap; first, a few spans that exited threads left behind and
+    // that may have emptied since go back there.
+    central::sweep_next();
     let run = chunk::alloc_pages(span_pages(class), 1, crate::large::release_cache)?;
     // SAFETY: the page heap gave us this descriptor and its pages.
     let s = unsafe { &*run.span };
