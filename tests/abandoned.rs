@@ -86,6 +86,13 @@ fn emptied_pooled_spans_go_back_as_the_program_allocates() {
     let pooled = specalloc::stats().central_spans;
     assert!(pooled > 0);
     std::thread::spawn(move || drop(v)).join().unwrap();
+    // The freeing thread swept as it went (two pooled spans per span's worth of its frees,
+    // oldest first, so some of those it looks at are not yet empty): most went back.
+    let after_frees = specalloc::stats().central_spans;
+    assert!(
+        after_frees * 2 <= pooled,
+        "{after_frees} of {pooled} emptied pooled spans left after their frees"
+    );
     // Another class, on a thread of its own that stays alive (its spans are not pooled) until
     // the count is read: 1,024 spans' worth of fresh pages (64-byte blocks, 128 to an 8 KiB
     // span), each fresh span sweeping a few pooled ones.

@@ -286,6 +286,15 @@ impl World {
         self.span.push_remote(b);
     }
 
+    /// `heap::miss::free_slow` into a pooled span, then the freeing thread's share of the sweeping
+    /// (`central::sweep_after_frees`): a sweep only if the pool's lock is free.
+    fn free_foreign_then_try_sweep(&self, b: usize) {
+        self.free_foreign(b);
+        if let Ok(pool) = self.pool.try_lock() {
+            proto::sweep_locked(pool, proto::SWEEP_ON_PUSH);
+        }
+    }
+
     /// `heap::central::sweep_all` for the span's class (from the shared source). Returns the
     /// spans it gave back.
     fn sweep(&self) -> usize {
@@ -476,6 +485,41 @@ fn pooled_span_last_free_vs_adopt_vs_sweep() {
         s.join().unwrap();
         settle(&w);
         assert_eq!(w.span.released.load(SeqCst), usize::from(!adopted));
+    });
+}
+
+/// The freeing threads sweep as they go (with a lock they find free) while a third adopts the
+/// span: released at most once, only once empty, never freed into after; adopted or given back.
+#[test]
+fn pooled_span_freeing_threads_sweep_vs_adopt() {
+    model(Some(3), || {
+        let w = Arc::new(World::in_central(&[0, 1]));
+        let w1 = w.clone();
+        let f1 = loom::thread::spawn(move || w1.free_foreign_then_try_sweep(0));
+        let w2 = w.clone();
+        let f2 = loom::thread::spawn(move || w2.free_foreign_then_try_sweep(1));
+        let adopted = w.adopt_and_alloc(HEAP_NEW);
+        f1.join().unwrap();
+        f2.join().unwrap();
+        settle(&w);
+        assert_eq!(w.span.released.load(SeqCst), usize::from(!adopted));
+    });
+}
+
+/// The owner exits while another thread frees both blocks, sweeping as it goes.
+#[test]
+fn exit_vs_freeing_thread_sweeping() {
+    model(Some(3), || {
+        let w = Arc::new(World::owned_current(&[0, 1]));
+        let w1 = w.clone();
+        let freer = loom::thread::spawn(move || {
+            w1.free_foreign_then_try_sweep(0);
+            w1.free_foreign_then_try_sweep(1);
+        });
+        w.owner_exits();
+        freer.join().unwrap();
+        settle(&w);
+        assert_eq!(w.span.released.load(SeqCst), 1, "an empty span left behind");
     });
 }
 

@@ -134,12 +134,21 @@ pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = {
 /// The caller owns `s`, which is quiesced.
 pub(super) unsafe fn give_away(s: &Span) {
     let class = s.class.get() as usize;
+    debug_assert_eq!(
+        s.remote.load(Ordering::Relaxed) & crate::remote::STATE_MASK,
+        crate::remote::NONE,
+        "a span given away must be quiesced: no delivery may name its exited owner"
+    );
     // SAFETY: forwarded.
     unsafe { proto::give_away(s, || CENTRAL[class].lock()) }
 }
 
 /// Takes a span out of `class`'s pool; the caller owns it from then on.
 pub(super) fn central_pop(class: usize) -> Option<&'static Span> {
+    if POOLED[class].load(Ordering::Relaxed) == 0 {
+        // Nothing pooled (a hint: a span pooled right now waits for the next refill).
+        return None;
+    }
     let s = proto::central_pop(CENTRAL[class].lock())?;
     // SAFETY: descriptors live in chunk headers, which are never unmapped.
     Some(unsafe { &*s })
@@ -169,6 +178,15 @@ pub(super) fn sweep_next() {
             proto::sweep(|| CENTRAL[class].lock(), proto::SWEEP_ON_PUSH);
             return;
         }
+    }
+}
+
+/// A freeing thread's share of the sweeping: a thread that freed a span's worth of blocks into
+/// `class`'s pooled spans sweeps a few of them, if the pool's lock is free (it never waits for
+/// it: the free stays lock-free, and whoever holds the lock is working on the pool anyway).
+pub(super) fn sweep_after_frees(class: usize) {
+    if let Some(pool) = CENTRAL[class].try_lock() {
+        proto::sweep_locked(pool, proto::SWEEP_ON_PUSH);
     }
 }
 

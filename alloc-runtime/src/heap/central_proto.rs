@@ -10,7 +10,8 @@
 // Only the allocating side takes the lock:
 // - a refill adopts a pooled span (`central_pop`) and collects its remote list as its new owner;
 // - a sweep (`sweep`: a few spans each time a span is pooled or a thread takes fresh pages for a
-//   span, all of them on `collect()`) takes
+//   span, all of them on `collect()`; and `sweep_locked` with a lock a freeing thread found free,
+//   once per span's worth of its frees into pooled spans) takes
 //   the oldest pooled span off the list, collects its remote list, and gives it back to the page
 //   heap if no block is live, else puts it back at the front.
 // A remote free counts in the span's `used` until it is collected, so a span whose `used` is 0
@@ -80,19 +81,18 @@ pub fn central_pop<S: PoolSpan, P: PoolList<S>>(
     Some(s)
 }
 
-/// Looks at up to `max` pooled spans, oldest first (`lock` locks the pool): each one's remote
-/// list is collected; a span with no live block left goes back to the page heap (after the lock
-/// is dropped), the others go back to the front of the pool. Returns the spans given back.
-pub fn sweep<S: PoolSpan, P: PoolList<S>, G: DerefMut<Target = P>>(
-    lock: impl Fn() -> G,
+/// Looks at up to `max` pooled spans, oldest first, under `pool` (a held guard): each one's
+/// remote list is collected; the first with no live block left goes back to the page heap
+/// (after the guard is dropped) and ends the sweep; the others go back to the front of the
+/// pool. Returns the spans looked at and whether one was given back.
+pub fn sweep_locked<S: PoolSpan, P: PoolList<S>>(
+    mut pool: impl DerefMut<Target = P>,
     max: usize,
-) -> usize {
-    let mut released = 0;
-    let mut pool = lock();
+) -> (usize, bool) {
     let n = max.min(pool.len());
-    for _ in 0..n {
+    for k in 0..n {
         let Some(s) = pool.back() else {
-            break;
+            return (k, false);
         };
         // SAFETY: pool members are live spans.
         let span = unsafe { &*s };
@@ -106,11 +106,29 @@ pub fn sweep<S: PoolSpan, P: PoolList<S>, G: DerefMut<Target = P>>(
             // collected); off every list; nobody else can reach it as an owner: it is off the
             // pool and its owner word is 0.
             unsafe { span.release() };
-            released += 1;
-            pool = lock();
-        } else {
-            pool.push(span);
+            return (k + 1, true);
         }
+        pool.push(span);
+    }
+    (n, false)
+}
+
+/// Looks at up to `max` pooled spans, oldest first (`lock` locks the pool), as
+/// [`sweep_locked`] does, taking the lock again after each span given back. Returns the spans
+/// given back.
+pub fn sweep<S: PoolSpan, P: PoolList<S>, G: DerefMut<Target = P>>(
+    lock: impl Fn() -> G,
+    max: usize,
+) -> usize {
+    let mut released = 0;
+    let mut left = max;
+    while left > 0 {
+        let (looked, gave) = sweep_locked(lock(), left);
+        left -= looked;
+        if !gave {
+            break;
+        }
+        released += 1;
     }
     released
 }

@@ -9,9 +9,10 @@ use core::sync::atomic::Ordering;
 
 use super::slow::{alloc_from, free_other, free_to_parked};
 use super::tls::current_heap;
-use super::{empty_heap, inc, lifecycle, Heap};
+use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
-use crate::span::{Span, OWNER_FULL};
+use crate::size_class::PAGE_SIZE;
+use crate::span::{span_block_size, span_pages, Span, OWNER_FULL};
 use crate::stats;
 
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
@@ -59,18 +60,40 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
     // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
     // collected (it holds a live block until then), whether an owner or a pool's sweep
     // collects it.
-    if unsafe { remote::try_push(&span.remote, p as usize) } {
-        return count_remote(heap, class);
+    if !unsafe { remote::try_push(&span.remote, p as usize) } {
+        // SAFETY: forwarded.
+        unsafe { free_other(span, p) };
     }
-    // SAFETY: forwarded.
-    unsafe { free_other(span, p) };
-    count_remote(heap, class);
+    let counted = count_remote(heap, class);
+    if owner == 0 && !counted.is_null() {
+        // The span was pooled (read before the push; it may be adopted since, which costs
+        // nothing but an early sweep).
+        // SAFETY: `counted` is this thread's live heap.
+        note_pooled_free(unsafe { &*counted }, class);
+    }
+}
+
+/// Counts a free into a pooled span of `class`; once a span's worth of them came from this
+/// thread, sweeps a few of the class's pooled spans (without waiting for the pool's lock), so
+/// that spans exited threads left behind go back to the page heap as their blocks are freed.
+#[inline]
+fn note_pooled_free(h: &Heap, class: usize) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let n = unsafe { h.pooled_frees.get_unchecked(class) };
+    let blocks = span_pages(class) * PAGE_SIZE / span_block_size(class);
+    if n.get() as usize + 1 < blocks {
+        n.set(n.get() + 1);
+    } else {
+        n.set(0);
+        central::sweep_after_frees(class);
+    }
 }
 
 /// Counts a free into a span `heap` does not own (`heap` may be the sentinel), in this
-/// thread's own counters: no line that other freeing threads write.
+/// thread's own counters: no line that other freeing threads write. Returns the heap counted
+/// in (null: the shared counters).
 #[inline(always)]
-fn count_remote(heap: *mut Heap, class: usize) {
+fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
     let heap = if heap != empty_heap() {
         heap
     } else {
@@ -86,6 +109,7 @@ fn count_remote(heap: *mut Heap, class: usize) {
         stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
         stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
     }
+    heap
 }
 
 /// A heap for a thread that frees before it ever allocated (a consumer that only frees what

@@ -96,6 +96,9 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
+    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
+    /// class's pool (see `miss::note_pooled_free`).
+    pooled_frees: [Cell<u32>; SPAN_CLASSES],
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,
     /// Next heap in the pool of unused heaps.
@@ -123,6 +126,7 @@ impl Heap {
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
+            pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),

@@ -92,6 +92,9 @@ pub(super) unsafe fn release_span(s: &Span) {
     debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
     s.owner.store(0, Ordering::Relaxed);
     stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
+    // The page heap may advise pages back to the OS here, inside a `free`, which leaves
+    // `errno` as it was.
+    let _errno = crate::os::KeepErrno::new();
     // SAFETY: guaranteed by the caller.
     unsafe { chunk::free_pages(s as *const Span as *mut Span) };
 }

@@ -280,9 +280,12 @@ pub(super) unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
 /// A parked span got enough blocks back: to the partial list (and, if empty, on as any
 /// emptied partial span goes: kept for reuse up to the heap's bound, else to the page heap, so
 /// that a class of one block per span does not go to the page heap on every free).
+///
+/// `extern "C"` (it cannot unwind), so that the C `free`, which inlines the parked case, calls
+/// it in tail position.
 #[cold]
 #[inline(never)]
-fn wake_parked(h: &Heap, span: &Span, used: u32) {
+extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
     unpark(h, span);
     if used == 0 {
         span_emptied(h, span);
