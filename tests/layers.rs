@@ -141,3 +141,99 @@ fn runtime_files_stay_small() {
         assert!(lines <= 600, "{} has {lines} lines", f.display());
     }
 }
+
+/// Code of a source file without its comments.
+fn code_of(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The sibling files that `code` names (`super::x`, `x::`, or `super::{x, ..}`), of `files`.
+fn names_of(code: &str, files: &[String]) -> BTreeSet<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = BTreeSet::new();
+    for f in files {
+        let path_use = code.match_indices(&format!("{f}::")).any(|(i, _)| {
+            let before = code[..i].chars().next_back();
+            before.is_none_or(|c| !ident(c))
+        });
+        let group_use = code.match_indices("super::{").any(|(i, _)| {
+            let group = &code[i + 8..];
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            group.split(',').any(|item| {
+                item.trim().split("::").next() == Some(f.as_str())
+                    || item.split_whitespace().next() == Some(f.as_str())
+            })
+        });
+        if path_use || group_use {
+            out.insert(f.clone());
+        }
+    }
+    out
+}
+
+/// The files of `heap/` in the order of the table in its `mod.rs`, top layer first.
+fn heap_layers(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("mod.rs"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! | `")?.split_once(".rs`"))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Files of `heap/` each call only files below them in the table of `heap/mod.rs`: a reader
+/// follows a call down and never back up. `mod.rs` is checked without its module declarations
+/// and re-exports (the heap's interface to the rest of the crate).
+#[test]
+fn heap_files_are_one_way_layers() {
+    let dir = root("alloc-runtime/src/heap");
+    let layers = heap_layers(&dir);
+    let mut on_disk: Vec<String> = sources(&dir)
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .filter(|s| !s.ends_with("_proto"))
+        .collect();
+    on_disk.sort();
+    let mut listed = layers.clone();
+    listed.sort();
+    assert_eq!(
+        listed, on_disk,
+        "the table of heap/mod.rs lists every file once"
+    );
+    for (i, f) in layers.iter().enumerate() {
+        let mut code = code_of(&dir.join(format!("{f}.rs")));
+        if f == "mod" {
+            code = code
+                .lines()
+                .filter(|l| {
+                    let t = l.trim_start();
+                    !(t.starts_with("mod ")
+                        || t.starts_with("pub use ")
+                        || t.starts_with("pub(crate) use "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        let others: Vec<String> = layers.iter().filter(|g| *g != f).cloned().collect();
+        for g in names_of(&code, &others) {
+            let j = layers.iter().position(|x| *x == g).unwrap();
+            assert!(j > i, "heap/{f}.rs calls heap/{g}.rs, which is above it");
+        }
+    }
+}
+
+#[test]
+fn the_layer_check_sees_calls_up() {
+    let files = ["slow".to_string(), "fast".to_string(), "tls".to_string()];
+    let code = "use super::{central, fast::clear_block};\nfn f() { slow::x(); tls::y(); }";
+    assert_eq!(
+        names_of(code, &files),
+        BTreeSet::from(["slow".to_string(), "fast".to_string(), "tls".to_string()])
+    );
+    assert!(names_of("fn g() { myslow::x(); }", &files).is_empty());
+}

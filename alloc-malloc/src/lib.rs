@@ -73,7 +73,8 @@ fn or_enomem(p: *mut u8) -> *mut c_void {
 /// C's `malloc`: at least `size` bytes (a unique block for 0), or NULL with `errno = ENOMEM`.
 #[no_mangle]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    or_enomem(cabi::malloc(size))
+    // `cabi::malloc` sets `errno` itself.
+    cabi::malloc(size).cast()
 }
 
 /// C's `free`: frees `p`; NULL does nothing.
@@ -89,7 +90,8 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 /// C's `calloc`: `n * size` zeroed bytes, or NULL with `errno = ENOMEM` (also on overflow).
 #[no_mangle]
 pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    or_enomem(cabi::calloc(n, size))
+    // `cabi::calloc` sets `errno` itself.
+    cabi::calloc(n, size).cast()
 }
 
 /// C's `realloc`: `realloc(NULL, n)` is `malloc(n)`; `realloc(p, 0)` frees `p` and returns

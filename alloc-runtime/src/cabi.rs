@@ -19,7 +19,9 @@
 //! a tiny block a Rust layout asked for can still be freed, resized and measured here.
 //!
 //! Nothing here allocates, panics or takes a lock the fast paths do not: these functions run
-//! inside `malloc`. Failure is a null return; setting `errno` is the caller's part.
+//! inside `malloc`. Failure is a null return. [`malloc`] and [`calloc`] also set `errno` to
+//! `ENOMEM` then, themselves, so that every call their fast paths make is a tail call (no stack
+//! frame to set up); for the others, setting `errno` is the caller's part.
 //!
 //! Huge objects from Rust's `GlobalAlloc` (aligned to a page, not to a chunk) must not be
 //! passed here, nor blocks of any other allocator.
@@ -95,7 +97,8 @@ static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
 };
 
 /// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
-/// [`default_align`]. Null when the OS refuses memory or `size` is impossible.
+/// [`default_align`]. Null, with `errno` set to `ENOMEM`, when the OS refuses memory or `size`
+/// is impossible.
 ///
 /// ```
 /// let p = specalloc_runtime::cabi::malloc(24);
@@ -109,14 +112,50 @@ static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
 #[inline]
 pub fn malloc(size: usize) -> *mut u8 {
     if size.wrapping_sub(1) < C_SMALL_MAX {
-        return crate::heap::alloc_small::<false>(C_CLASS[(size + 7) >> 3] as usize, size);
+        return crate::heap::alloc_small_with::<false>(
+            C_CLASS[(size + 7) >> 3] as usize,
+            size,
+            |class, size, zeroed| small_miss(class, size, zeroed),
+        );
     }
-    let size = size.max(1);
-    alloc_aligned(size, default_align(size), false)
+    malloc_big(size)
 }
 
-/// `calloc(n, size)`: `n * size` zeroed bytes; null when the product overflows or memory is
-/// refused.
+/// The small fast path's miss for [`malloc`] and [`calloc`]: the heap's slow path, and
+/// `ENOMEM` if the OS refuses memory. `extern "C"`, so that it cannot unwind, which lets the C
+/// entry points (which cannot either) call it in tail position, with no frame of their own.
+#[cold]
+#[inline(never)]
+extern "C" fn small_miss(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    enomem_if_null(crate::heap::alloc_slow(class, size, zeroed))
+}
+
+/// [`malloc`] above the small fast path's sizes (and of 0 bytes).
+#[inline(never)]
+extern "C" fn malloc_big(size: usize) -> *mut u8 {
+    let size = size.max(1);
+    enomem_if_null(alloc_aligned(size, default_align(size), false))
+}
+
+/// [`calloc`] above the small fast path's sizes (and of 0 bytes).
+#[inline(never)]
+extern "C" fn calloc_big(total: usize) -> *mut u8 {
+    let total = total.max(1);
+    enomem_if_null(alloc_aligned(total, default_align(total), true))
+}
+
+/// Sets `errno` to `ENOMEM` when `p` is null; returns `p`.
+#[inline(always)]
+fn enomem_if_null(p: *mut u8) -> *mut u8 {
+    if p.is_null() {
+        // SAFETY: `__errno_location` returns this thread's `errno`, valid for writes.
+        unsafe { *libc::__errno_location() = libc::ENOMEM };
+    }
+    p
+}
+
+/// `calloc(n, size)`: `n * size` zeroed bytes; null, with `errno` set to `ENOMEM`, when the
+/// product overflows or memory is refused.
 ///
 /// ```
 /// let p = specalloc_runtime::cabi::calloc(10, 100);
@@ -129,13 +168,16 @@ pub fn malloc(size: usize) -> *mut u8 {
 #[inline]
 pub fn calloc(n: usize, size: usize) -> *mut u8 {
     let Some(total) = n.checked_mul(size) else {
-        return ptr::null_mut();
+        return enomem_if_null(ptr::null_mut());
     };
     if total.wrapping_sub(1) < C_SMALL_MAX {
-        return crate::heap::alloc_small::<true>(C_CLASS[(total + 7) >> 3] as usize, total);
+        return crate::heap::alloc_small_with::<true>(
+            C_CLASS[(total + 7) >> 3] as usize,
+            total,
+            |class, size, zeroed| small_miss(class, size, zeroed),
+        );
     }
-    let total = total.max(1);
-    alloc_aligned(total, default_align(total), true)
+    calloc_big(total)
 }
 
 /// `aligned_alloc(align, size)`: a block of at least `size` bytes aligned to `align`, which the
@@ -213,18 +255,38 @@ pub unsafe fn free(p: *mut u8) {
         return;
     }
     // SAFETY: the caller's guarantee.
-    let kind = unsafe { kind_of(p) };
     #[cfg(feature = "checked")]
-    check_free(p, &kind);
-    // SAFETY: `kind` says what `p` is; each path frees a block of that kind once.
+    check_free(p, &unsafe { kind_of(p) });
+    // `kind_of`, with the common case tested first: a class of 8 bytes or more.
+    if (p as usize).is_multiple_of(CHUNK_SIZE) {
+        // SAFETY: a huge object (module docs), freed once.
+        return unsafe { free_big(p, MEDIUM_MAX + 1, CHUNK_SIZE) };
+    }
+    // SAFETY: a block not at a chunk boundary is chunk-backed (module docs), so its span
+    // descriptor is valid while it lives.
+    let s = unsafe { &*span_of(p) };
+    let class = s.class.get() as usize;
+    // SAFETY: the class says what `p` is; each path frees a block of that kind once.
     unsafe {
-        match kind {
-            Kind::Small(s) if s.class.get() as usize == TINY_CLASS => crate::heap::free_tiny(p),
-            Kind::Small(_) => crate::heap::free_small(p),
-            Kind::Medium(s) => large::free_large(p, s.large_size.get(), PAGE_SIZE),
-            Kind::Huge => large::free_large(p, MEDIUM_MAX + 1, CHUNK_SIZE),
+        if class.wrapping_sub(1) < TINY_CLASS - 1 {
+            crate::heap::free_small(p)
+        } else if class == 0 {
+            free_big(p, s.large_size.get(), PAGE_SIZE)
+        } else {
+            crate::heap::free_tiny(p)
         }
     }
+}
+
+/// [`free`] of a medium or huge object: `extern "C"` (it cannot unwind), so that `free` calls
+/// it in tail position, with no frame of its own.
+///
+/// # Safety
+/// As for [`large::free_large`].
+#[inline(never)]
+unsafe extern "C" fn free_big(p: *mut u8, size: usize, align: usize) {
+    // SAFETY: forwarded.
+    unsafe { large::free_large(p, size, align) }
 }
 
 /// `malloc_usable_size(p)`: the bytes of the block at `p`, all usable (at least what was

@@ -466,6 +466,9 @@ pub fn set_page_policy(policy: PagePolicy) {
 pub struct Collected {
     /// Bytes of the calling thread's empty spans handed back to the page heap.
     pub thread_spans: usize,
+    /// Bytes of spans that exited threads left with live blocks, all freed since, handed back
+    /// to the page heap.
+    pub abandoned_spans: usize,
     /// Bytes of free pages of the page heap returned to the OS (`madvise(MADV_DONTNEED)`),
     /// including those of the thread's spans just handed back (and any that other threads'
     /// frees returned meanwhile).
@@ -478,7 +481,12 @@ impl Collected {
     /// Bytes returned to the OS: the free pages plus the unmapped free runs of the huge heap.
     ///
     /// ```
-    /// let c = specalloc_runtime::Collected { thread_spans: 8192, free_pages: 16384, huge_cache: 4096 };
+    /// let c = specalloc_runtime::Collected {
+    ///     thread_spans: 8192,
+    ///     abandoned_spans: 0,
+    ///     free_pages: 16384,
+    ///     huge_cache: 4096,
+    /// };
     /// assert_eq!(c.returned_to_os(), 20480);
     /// ```
     pub fn returned_to_os(&self) -> usize {
@@ -487,8 +495,8 @@ impl Collected {
 }
 
 /// Returns free memory to the OS now, and says how much: the calling thread's empty spans
-/// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees) go back to the
-/// page heap, every free page of the page heap still resident is released with
+/// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees) and the spans of
+/// exited threads whose blocks have all been freed go back to the page heap, every free page of the page heap still resident is released with
 /// `madvise(MADV_DONTNEED)`, and the free runs of freed huge objects are unmapped.
 ///
 /// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
@@ -510,12 +518,14 @@ pub fn collect() -> Collected {
     use core::sync::atomic::Ordering::Relaxed;
     let returned = chunk::RETURNED_BYTES.load(Relaxed);
     let thread_spans = heap::trim_thread();
+    let abandoned_spans = heap::sweep_abandoned();
     // Handing the spans back may already have returned pages (the page heap's own bound).
     chunk::return_free_pages();
     let free_pages = (chunk::RETURNED_BYTES.load(Relaxed) - returned) as usize;
     let huge_cache = large::release_cache();
     Collected {
         thread_spans,
+        abandoned_spans,
         free_pages,
         huge_cache,
     }

@@ -88,6 +88,21 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self, owned }
     }
 
+    /// Takes the lock if it is free; `None`, without waiting, if any thread holds it.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        // Not `then_some`: its argument, a guard, is built (and dropped, releasing the lock
+        // another thread holds) even when the lock is not taken.
+        if self.try_take() {
+            Some(SpinGuard {
+                lock: self,
+                owned: true,
+            })
+        } else {
+            None
+        }
+    }
+
     /// Takes the lock without a guard (for `fork`: held across the fork, released in both
     /// processes by [`SpinLock::raw_unlock`]).
     pub(crate) fn raw_lock(&self) {
@@ -181,5 +196,26 @@ impl<T> Drop for SpinGuard<'_, T> {
         if self.owned {
             self.lock.release();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpinLock;
+
+    #[test]
+    fn try_lock_fails_on_a_held_lock_and_leaves_it_held() {
+        let l = SpinLock::new(5u32);
+        let g = l.lock();
+        assert!(l.try_lock().is_none());
+        assert!(
+            l.try_lock().is_none(),
+            "a failed try_lock released the holder's lock"
+        );
+        drop(g);
+        let mut g = l.try_lock().expect("a free lock is taken");
+        *g += 1;
+        drop(g);
+        assert_eq!(*l.lock(), 6);
     }
 }

@@ -28,7 +28,7 @@
 //   until the span is not NOTIFYING (`quiesce`).
 // - DELIVERED: the span sits on its owner's delayed list. Only the owner leaves this state, when
 //   it takes the span off that list (`take_delivered`); until then the span is neither re-armed
-//   nor given back to the page heap (the runtime defers the release, see `heap/slow.rs`). The
+//   nor given back to the page heap (the runtime defers the release, see `heap/owned.rs`). The
 //   deliverer pushes the span before it marks it DELIVERED, so the owner can find a span on its
 //   list that is still NOTIFYING: `take_delivered` waits for the mark.
 //

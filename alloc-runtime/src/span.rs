@@ -89,45 +89,52 @@ pub(crate) enum ListTag {
 /// (to move it back to the partial list).
 pub(crate) const OWNER_FULL: usize = 1;
 
-/// A span descriptor.
-#[repr(C)]
+/// A span descriptor: two cache lines, one for what every thread reads or a remote free writes,
+/// one for what the owner's fast paths write, so that an owner allocating and freeing in a
+/// span does not take the line away from threads freeing into it, nor they from the owner.
+#[repr(C, align(64))]
 pub(crate) struct Span {
-    // ---- hot: touched by the owner's fast paths ----
+    // ---- shared: read by every free, written by remote frees and on rare changes ----
+    /// The owning heap's address, tagged with [`OWNER_FULL`]; 0 when nobody owns the span.
+    pub(crate) owner: AtomicUsize,
+    /// Remote-free list head and notification state; see [`crate::remote`].
+    pub(crate) remote: AtomicUsize,
+    /// Link of the owner's delayed list while the span is on it (see [`crate::remote`]).
+    pub(crate) delayed_next: AtomicUsize,
+    /// First byte of the span.
+    pub(crate) start: Cell<*mut u8>,
+    /// Requested bytes of a large object.
+    pub(crate) large_size: Cell<usize>,
+    /// Pages in the span.
+    pub(crate) npages: Cell<u32>,
+    /// Size class (0 for a large object).
+    pub(crate) class: Cell<u8>,
+    /// [`STATE_FREE`], [`STATE_SMALL`] or [`STATE_LARGE`].
+    pub(crate) state: AtomicU8,
+    /// Up to the owner's line.
+    _pad: [u8; 18],
+    // ---- the owner's: touched by its fast paths ----
     /// Owner-local free list.
     pub(crate) free: Cell<*mut Block>,
     /// Blocks handed out and not yet freed locally, plus one while the span is current.
     pub(crate) used: Cell<u32>,
     /// Every block on `free` reads zero past its first word.
     pub(crate) free_zero: Cell<bool>,
-    /// Size class (0 for a large object).
-    pub(crate) class: Cell<u8>,
     /// Which list the span is on; see [`ListTag`].
     pub(crate) list: Cell<u8>,
     /// The never-used tail `[bump, end)` reads zero (its pages were fresh when the span was made).
     pub(crate) bump_zero: Cell<bool>,
-    /// The owning heap's address, tagged with [`OWNER_FULL`]; 0 when nobody owns the span.
-    pub(crate) owner: AtomicUsize,
-    /// Remote-free list head and notification state; see [`crate::remote`].
-    pub(crate) remote: AtomicUsize,
     /// Next never-used block.
     pub(crate) bump: Cell<*mut u8>,
     /// End of the last whole block.
     pub(crate) end: Cell<*mut u8>,
-    // ---- cold ----
     /// List links (owner's partial/full lists, or the central pool).
     pub(crate) next: Cell<*mut Span>,
     pub(crate) prev: Cell<*mut Span>,
-    /// First byte of the span.
-    pub(crate) start: Cell<*mut u8>,
-    /// Pages in the span.
-    pub(crate) npages: Cell<u32>,
-    /// [`STATE_FREE`], [`STATE_SMALL`] or [`STATE_LARGE`].
-    pub(crate) state: AtomicU8,
-    /// Requested bytes of a large object.
-    pub(crate) large_size: Cell<usize>,
-    /// Link of the owner's delayed list while the span is on it (see [`crate::remote`]).
-    pub(crate) delayed_next: AtomicUsize,
 }
+
+const _: () = assert!(core::mem::size_of::<Span>() == 128);
+const _: () = assert!(core::mem::offset_of!(Span, free) == 64);
 
 impl Span {
     /// An all-zero descriptor (the same as fresh OS memory).
@@ -150,6 +157,7 @@ impl Span {
             state: AtomicU8::new(STATE_FREE),
             large_size: Cell::new(0),
             delayed_next: AtomicUsize::new(0),
+            _pad: [0; 18],
         }
     }
 

@@ -1,9 +1,10 @@
 //! loom models of the span hand-offs through the central pools, compiled from the runtime's
 //! own protocol source (`src/heap/central_proto.rs`, as `heap/central.rs` compiles it): a
-//! thread exit abandons its span into the pool (`abandon` -> `give_away` -> `central_push`),
-//! other threads free blocks of the span (`free_slow` -> `free_to_central`, or the remote list),
-//! and a refill adopts it (`refill` -> `central_pop`), while an emptied span goes back to the
-//! page heap (`release_span`) from whichever side freed its last block.
+//! thread exit abandons its span into the pool (`abandon` -> `give_away` -> `central_push`, then
+//! a short `sweep`), other threads free blocks of the span without a lock (`free_slow` -> the
+//! span's remote list, whoever owns it), a refill adopts it (`refill` -> `central_pop`), and a
+//! sweep (`collect()` -> `sweep_all`) gives an emptied pooled span back to the page heap
+//! (`release_span`).
 //!
 //! The model binds the protocol to a three-block span:
 //! - the owner-only fields (`used`, the local free list) are `loom::cell::UnsafeCell`s, so loom
@@ -21,8 +22,8 @@
 //!
 //! Checked: every block freed exactly once is accounted for (the span's `used` count plus the
 //! blocks on its lists match the live blocks), the span is released at most once and only when
-//! empty, it is never in the pool after its release, and no block is pushed to it after its
-//! release.
+//! empty, it is never in the pool after its release, no block is pushed to it after its
+//! release, and once every thread is done a sweep gives back a pooled span with no live block.
 
 #![allow(dead_code)]
 
@@ -90,6 +91,13 @@ impl Span {
         self.used.with_mut(|u| unsafe { *u = v });
     }
 
+    /// `Span::push_local` (by the owner, or the holder of the pool lock).
+    fn push_local(&self, b: usize) {
+        self.assert_not_released("local free");
+        // SAFETY: a write by the span's current owner (checked by loom).
+        self.free.with_mut(|f| unsafe { (*f).push(b) });
+    }
+
     fn assert_not_released(&self, what: &str) {
         assert_eq!(
             self.released.load(SeqCst),
@@ -123,17 +131,6 @@ impl PoolSpan for Span {
         Span::used(self)
     }
 
-    fn set_used(&self, used: u32) {
-        Span::set_used(self, used);
-    }
-
-    /// `Span::push_local` (by the owner, or the holder of the pool lock).
-    unsafe fn push_local(&self, b: usize) {
-        self.assert_not_released("local free");
-        // SAFETY: a write by the span's current owner (checked by loom).
-        self.free.with_mut(|f| unsafe { (*f).push(b) });
-    }
-
     /// `heap::collect_remote`: the remote list onto the local free list.
     fn collect_remote(&self) -> u32 {
         let bits = self.remote.swap(0, Ordering::Acquire);
@@ -143,8 +140,7 @@ impl PoolSpan for Span {
         let n = bits.count_ones();
         for b in 0..BLOCKS {
             if bits & (1 << b) != 0 {
-                // SAFETY: a block of ours taken off the remote list.
-                unsafe { self.push_local(b) };
+                self.push_local(b);
             }
         }
         let used = Span::used(self);
@@ -172,6 +168,7 @@ struct PoolSpans(Vec<*const Span>);
 unsafe impl Send for PoolSpans {}
 
 impl PoolList<Span> for PoolSpans {
+    /// The front is the end of the vector.
     fn push(&mut self, span: &Span) {
         span.assert_not_released("central push");
         self.0.push(span);
@@ -190,6 +187,14 @@ impl PoolList<Span> for PoolSpans {
 
     fn pop(&mut self) -> Option<*const Span> {
         self.0.pop()
+    }
+
+    fn back(&self) -> Option<*const Span> {
+        self.0.first().copied()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -274,20 +279,26 @@ impl World {
         unsafe { proto::give_away(&*self.span, || self.pool.lock().unwrap()) };
     }
 
-    /// `heap::central::free_to_central`, from the shared source.
-    fn free_to_central(&self, b: usize) -> bool {
-        // SAFETY: `b` is a live block of the span, freed once (the ghost checks it).
-        unsafe { proto::free_to_central(self.pool.lock().unwrap(), &*self.span, b) }
-    }
-
-    /// `heap::free_slow` for a thread that does not own the span: through the pool if the span
-    /// is abandoned, else on its remote list.
+    /// `heap::free_slow` for a thread that does not own the span, whoever owns it (an owner, a
+    /// pool, nobody between the two): a push on its remote list, no lock.
     fn free_foreign(&self, b: usize) {
         self.ghost_free(b);
-        let done = self.span.owner.load(Ordering::Relaxed) == 0 && self.free_to_central(b);
-        if !done {
-            self.span.push_remote(b);
+        self.span.push_remote(b);
+    }
+
+    /// `heap::miss::free_slow` into a pooled span, then the freeing thread's share of the sweeping
+    /// (`central::sweep_after_frees`): a sweep only if the pool's lock is free.
+    fn free_foreign_then_try_sweep(&self, b: usize) {
+        self.free_foreign(b);
+        if let Ok(pool) = self.pool.try_lock() {
+            proto::sweep_locked(pool, proto::SWEEP_ON_PUSH);
         }
+    }
+
+    /// `heap::central::sweep_all` for the span's class (from the shared source). Returns the
+    /// spans it gave back.
+    fn sweep(&self) -> usize {
+        proto::sweep(|| self.pool.lock().unwrap(), usize::MAX)
     }
 
     /// The adoption part of `heap::refill` (`central_pop`, owner word, `collect_remote`,
@@ -359,9 +370,27 @@ impl World {
     }
 }
 
+/// After every thread of a model has joined: a span still pooled with no live block goes back
+/// to the page heap on the next sweep, and one with a live block stays pooled.
+fn settle(w: &World) {
+    let live = (0..BLOCKS).any(|b| w.span.blocks[b].load(SeqCst) == LIVE);
+    if w.span.tag.load(Ordering::Relaxed) == TAG_CENTRAL {
+        assert_eq!(
+            w.sweep(),
+            usize::from(!live),
+            "sweep of a settled pooled span"
+        );
+        if live {
+            assert_eq!(w.pooled(), 1);
+        }
+    }
+    w.check_final();
+}
+
 /// The thread-exit race: the span is its owner's current span, holding one live block that
-/// another thread holds. The owner exits (abandoning the span to the pool) while that thread
-/// frees the block and a third thread's refill tries to adopt the span.
+/// another thread holds. The owner exits (abandoning the span to the pool, with its short
+/// sweep) while that thread frees the block and a third thread's refill tries to adopt the span.
+#[test]
 fn exit_vs_free_vs_adopt() {
     loom::model(|| {
         let w = Arc::new(World::owned_current(&[0]));
@@ -372,25 +401,15 @@ fn exit_vs_free_vs_adopt() {
         w.owner_exits();
         freer.join().unwrap();
         adopter.join().unwrap();
-        w.check_final();
+        settle(&w);
     });
 }
 
-/// Thread exit pushes a span into the pool while another thread frees its last block and a third
-/// adopts it. `central_push` writes the owner word and the tag under the pool lock: the books
-/// balance and the span is released at most once. (Writing them before taking the lock, as the
-/// runtime once did, lets the freer release a span the exiting thread then pushes into the
-/// pool: the bug this model found when it was a hand-written copy.)
-#[test]
-fn exit_vs_free_vs_adopt_tag_under_lock() {
-    exit_vs_free_vs_adopt();
-}
-
 /// The exit race with two live blocks: one freed by another thread while the owner exits, the
-/// other still live at the end. With the fix, the span ends in the pool (or adopted) with its
-/// books balanced.
+/// other still live at the end. The span ends in the pool with its books balanced; once the last
+/// block is freed, a sweep gives it back.
 #[test]
-fn exit_vs_free_keeps_other_block_tag_under_lock() {
+fn exit_vs_free_keeps_other_block() {
     loom::model(|| {
         let w = Arc::new(World::owned_current(&[0, 1]));
         let w1 = w.clone();
@@ -398,17 +417,38 @@ fn exit_vs_free_keeps_other_block_tag_under_lock() {
         w.owner_exits();
         freer.join().unwrap();
         assert_eq!(w.span.released.load(SeqCst), 0);
-        w.check_final();
-        // The last block's free, once everything settled, empties and releases the span.
+        settle(&w);
         w.free_foreign(1);
+        assert_eq!(w.sweep(), 1);
         assert_eq!(w.span.released.load(SeqCst), 1);
+        w.check_final();
     });
 }
 
-/// A span already in the pool: two threads free its two live blocks, through the pool, while a
-/// third adopts it (and allocates from it). The span goes back to the page heap exactly once if
-/// and only if both frees beat the adoption; otherwise the adopter ends up with the frees on its
-/// free or remote list.
+/// The owner exits while another thread frees a block and a third sweeps the pool (`collect()`):
+/// the span is released at most once, only when empty, and never freed into after.
+#[test]
+fn exit_vs_free_vs_sweep() {
+    model(Some(3), || {
+        let w = Arc::new(World::owned_current(&[0, 1]));
+        let w1 = w.clone();
+        let freer = loom::thread::spawn(move || {
+            w1.free_foreign(0);
+            w1.free_foreign(1);
+        });
+        let w2 = w.clone();
+        let sweeper = loom::thread::spawn(move || w2.sweep());
+        w.owner_exits();
+        freer.join().unwrap();
+        sweeper.join().unwrap();
+        settle(&w);
+        assert_eq!(w.span.released.load(SeqCst), 1, "an empty span left behind");
+    });
+}
+
+/// A span already in the pool: two threads free its two live blocks while a third adopts it
+/// (and allocates from it). Either the adopter ends up with the frees on its free or remote
+/// list, or the span stays pooled and the next sweep gives it back.
 #[test]
 fn pooled_span_frees_vs_adopt() {
     model(Some(4), || {
@@ -420,46 +460,85 @@ fn pooled_span_frees_vs_adopt() {
         let adopted = w.adopt_and_alloc(HEAP_NEW);
         f1.join().unwrap();
         f2.join().unwrap();
+        settle(&w);
         assert_eq!(
             w.span.released.load(SeqCst),
             usize::from(!adopted),
             "released iff not adopted"
         );
-        w.check_final();
     });
 }
 
-/// A span in the pool with one live block: its free races with an adoption. Whichever wins,
-/// the block is accounted for once and the span is released at most once.
+/// A span in the pool with one live block: its free races with an adoption and a sweep.
+/// Whichever wins, the block is accounted for once and the span is released at most once, and
+/// only after the free.
 #[test]
-fn pooled_span_last_free_vs_adopt() {
-    loom::model(|| {
+fn pooled_span_last_free_vs_adopt_vs_sweep() {
+    model(Some(3), || {
         let w = Arc::new(World::in_central(&[2]));
         let w1 = w.clone();
         let f = loom::thread::spawn(move || w1.free_foreign(2));
+        let w2 = w.clone();
+        let s = loom::thread::spawn(move || w2.sweep());
         let adopted = w.adopt_and_alloc(HEAP_NEW);
         f.join().unwrap();
+        s.join().unwrap();
+        settle(&w);
         assert_eq!(w.span.released.load(SeqCst), usize::from(!adopted));
-        w.check_final();
     });
 }
 
-/// Two frees of a pooled span's blocks through the pool, no adoption: exactly one of them
-/// empties and releases the span, and it leaves the pool.
+/// The freeing threads sweep as they go (with a lock they find free) while a third adopts the
+/// span: released at most once, only once empty, never freed into after; adopted or given back.
 #[test]
-fn pooled_span_two_frees_release_once() {
-    loom::model(|| {
+fn pooled_span_freeing_threads_sweep_vs_adopt() {
+    model(Some(3), || {
         let w = Arc::new(World::in_central(&[0, 1]));
         let w1 = w.clone();
-        let f = loom::thread::spawn(move || w1.free_foreign(0));
+        let f1 = loom::thread::spawn(move || w1.free_foreign_then_try_sweep(0));
+        let w2 = w.clone();
+        let f2 = loom::thread::spawn(move || w2.free_foreign_then_try_sweep(1));
+        let adopted = w.adopt_and_alloc(HEAP_NEW);
+        f1.join().unwrap();
+        f2.join().unwrap();
+        settle(&w);
+        assert_eq!(w.span.released.load(SeqCst), usize::from(!adopted));
+    });
+}
+
+/// The owner exits while another thread frees both blocks, sweeping as it goes.
+#[test]
+fn exit_vs_freeing_thread_sweeping() {
+    model(Some(3), || {
+        let w = Arc::new(World::owned_current(&[0, 1]));
+        let w1 = w.clone();
+        let freer = loom::thread::spawn(move || {
+            w1.free_foreign_then_try_sweep(0);
+            w1.free_foreign_then_try_sweep(1);
+        });
+        w.owner_exits();
+        freer.join().unwrap();
+        settle(&w);
+        assert_eq!(w.span.released.load(SeqCst), 1, "an empty span left behind");
+    });
+}
+
+/// Two frees of a pooled span's blocks race with two sweeps: the span goes back exactly once,
+/// and leaves the pool.
+#[test]
+fn pooled_span_two_frees_two_sweeps_release_once() {
+    model(Some(3), || {
+        let w = Arc::new(World::in_central(&[0, 1]));
+        let w1 = w.clone();
+        let f = loom::thread::spawn(move || {
+            w1.free_foreign(0);
+            w1.sweep();
+        });
         w.free_foreign(1);
+        w.sweep();
         f.join().unwrap();
+        settle(&w);
         assert_eq!(w.span.released.load(SeqCst), 1);
         assert_eq!(w.pooled(), 0);
-        assert_eq!(
-            w.span.remote.load(Ordering::Relaxed),
-            0,
-            "a free went remote"
-        );
     });
 }

@@ -17,16 +17,7 @@ int main(int argc, char **argv) {
         uint64_t p = (r >> 20) % 1000;
         size_t n = p < 700 ? 8 + (r >> 32) % 120 : p < 970 ? 128 + (r >> 32) % 2000
                  : p < 998 ? 2048 + (r >> 32) % 30000 : 32768 + (r >> 32) % 200000;
-        if (slot[k]) {
-            sum += slot[k][0] + slot[k][len[k] - 1];
-            free(slot[k]);
-        }
-        unsigned char *b = malloc(n);
-        DIE_IF(!b);
-        b[0] = (unsigned char)i;
-        b[n - 1] = (unsigned char)n;
-        slot[k] = b;
-        len[k] = n;
+        replace_slot(slot, len, k, n, (unsigned char)i, &sum);
     }
     for (size_t k = 0; k < SLOTS; k++) free(slot[k]);
     printf("churn %ld ops checksum %llu\n", ops, (unsigned long long)sum);

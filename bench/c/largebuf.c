@@ -8,7 +8,7 @@
 #define MIB (1024 * 1024)
 
 int main(int argc, char **argv) {
-    long rounds = 2000 * scale(argc, argv);
+    long rounds = (long)(2000 * scale(argc, argv));
     uint64_t x = 42, sum = 0;
     unsigned char *buf[NBUF] = {0};
     size_t len[NBUF] = {0};

@@ -1,22 +1,24 @@
-/* Larson-style server: each of 2 worker threads owns a set of blocks and replaces random ones;
- * after a number of rounds a worker exits and a new thread inherits its set, so blocks are freed
- * by threads other than the one that allocated them (cross-thread frees, thread churn). */
-#include <pthread.h>
+/* Larson-style server: each of THREADS worker threads (default 2) owns a set of blocks and
+ * replaces random ones; after a number of rounds every worker exits and the next generation's
+ * threads inherit the sets, each moved on by one thread, so blocks are freed by threads other
+ * than the one that allocated them (cross-thread frees, thread churn). The replacements are
+ * split between the threads: 8 million at scale 1, whatever the thread count. */
 #include <string.h>
 #include "common.h"
 
 #define SET 4000
-#define ROUNDS_PER_THREAD 200000
+#define GENERATIONS 20
 
 struct set {
-    unsigned char *b[SET];
+    _Alignas(CACHE_LINE) unsigned char *b[SET];
     uint64_t rng;
     uint64_t sum;
+    long rounds;
 };
 
 static void *serve(void *arg) {
-    struct set *s = arg;
-    for (long i = 0; i < ROUNDS_PER_THREAD; i++) {
+    struct set *s = *(struct set **)arg;
+    for (long i = 0; i < s->rounds; i++) {
         uint64_t r = rng_next(&s->rng);
         size_t k = r % SET;
         size_t n = 16 + (r >> 24) % 500;
@@ -32,23 +34,27 @@ static void *serve(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    long generations = 20 * scale(argc, argv);
-    struct set sets[2];
-    memset(sets, 0, sizeof sets);
-    sets[0].rng = 1;
-    sets[1].rng = 2;
-    for (long g = 0; g < generations; g++) {
-        pthread_t t[2];
-        for (int i = 0; i < 2; i++) DIE_IF(pthread_create(&t[i], NULL, serve, &sets[i]) != 0);
-        for (int i = 0; i < 2; i++) DIE_IF(pthread_join(t[i], NULL) != 0);
-        /* The next generation's threads swap sets: every block changes hands. */
-        struct set tmp = sets[0];
-        sets[0] = sets[1];
-        sets[1] = tmp;
+    int threads = thread_count(argc, argv, 2);
+    long rounds = share(GENERATIONS * 400000 * scale(argc, argv), GENERATIONS * threads);
+    struct set *sets = cache_aligned((size_t)threads, sizeof *sets);
+    struct set **owner = malloc((size_t)threads * sizeof *owner);
+    DIE_IF(!owner);
+    for (int i = 0; i < threads; i++) {
+        sets[i].rng = (uint64_t)i + 1;
+        sets[i].rounds = rounds;
     }
-    uint64_t sum = sets[0].sum + sets[1].sum;
-    for (int i = 0; i < 2; i++)
+    for (long g = 0; g < GENERATIONS; g++) {
+        /* Generation g's thread i serves set (i + g) mod THREADS: every block changes hands. */
+        for (int i = 0; i < threads; i++) owner[i] = &sets[(i + g) % threads];
+        run_threads(threads, serve, owner, sizeof *owner);
+    }
+    uint64_t sum = 0;
+    for (int i = 0; i < threads; i++) {
+        sum += sets[i].sum;
         for (int k = 0; k < SET; k++) free(sets[i].b[k]);
-    printf("larson %ld generations checksum %llu\n", generations, (unsigned long long)sum);
+    }
+    free(sets);
+    free(owner);
+    report("larson", threads, rounds * GENERATIONS * threads, "allocations", sum);
     return 0;
 }

@@ -200,6 +200,21 @@ impl Common {
     }
 }
 
+/// What the help text of bench binary `name` lacks, for the binaries' tests: its start (`usage:
+/// NAME`), any of `texts` (the durations, what `--quick` is), lines of at most 100 characters;
+/// `None` when it lacks nothing.
+pub fn help_problem(help: &str, name: &str, texts: &[&str]) -> Option<String> {
+    if !help.starts_with(&format!("usage: {name}")) {
+        return Some(format!("does not start with `usage: {name}`:\n{help}"));
+    }
+    if let Some(text) = texts.iter().find(|t| !help.contains(*t)) {
+        return Some(format!("{text} missing from:\n{help}"));
+    }
+    help.lines()
+        .find(|l| l.chars().count() > 100)
+        .map(|l| format!("line over 100 characters: {l}"))
+}
+
 /// The command line that reproduces a run of bench binary `bin` with arguments `args`
 /// (`--features peers` when this binary was built with them).
 pub fn command_line(bin: &str, args: &[String]) -> String {
@@ -272,6 +287,17 @@ mod tests {
         assert!(h.contains("\n            --other\n"), "{h}");
         assert!(h.contains("--rounds N     timed rounds"), "{h}");
         assert!(matches!(run(&["-h"]), Err(Stop::Help(_))));
+    }
+
+    #[test]
+    fn help_problems_are_named() {
+        let h = usage().help();
+        assert_eq!(help_problem(&h, "demo", &["two rounds", "--x N"]), None);
+        let p = |h: &str, texts: &[&str]| help_problem(h, "demo", texts).unwrap();
+        assert!(p(&h, &["three rounds"]).starts_with("three rounds missing"));
+        assert!(p("usage: other", &[]).starts_with("does not start with `usage: demo`"));
+        let long = format!("usage: demo\n{}\n", "x".repeat(101));
+        assert!(p(&long, &[]).starts_with("line over 100 characters"));
     }
 
     #[test]

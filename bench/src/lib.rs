@@ -7,6 +7,9 @@
 //!   test, for comparing timing samples;
 //! * [`harness`]: interleaved-rounds benchmarking with benchstat-like tables
 //!   and raw CSV output;
+//! * [`preload`]: C programs under preloaded allocators (glibc, specalloc,
+//!   the peers) in interleaved rounds, their outputs checked against glibc's:
+//!   the C-workload table and the scaling table;
 //! * [`realworld`]: the real-workload suite's programs (JSON, syn, collection
 //!   churn, producer/consumer, text, graph), shared by its worker and tests;
 //! * [`sweep`]: the size sweep's shared logic (configurations, the `nm`
@@ -27,6 +30,7 @@
 pub mod chart;
 pub mod cli;
 pub mod harness;
+pub mod preload;
 pub mod realworld;
 pub mod stats;
 pub mod sweep;

@@ -1,15 +1,20 @@
 //! Central pools: per class, the spans that exited threads abandoned with live blocks in them.
 //! Nobody owns a pooled span; whoever holds its pool's lock acts as its owner. Frees into a
-//! pooled span are done under the lock ([`free_to_central`]), so the span goes back to the page
-//! heap with its last block; a refill of the class adopts pooled spans ([`central_pop`]).
+//! pooled span take no lock: they push on its remote list like any free into a span the thread
+//! does not own. A refill of the class adopts pooled spans ([`central_pop`]), and sweeps give
+//! the emptied ones back to the page heap ([`give_away`] and [`sweep_next`], when a thread takes
+//! fresh pages, look at a few, [`sweep_all`] at all).
 //!
 //! The protocol is in `central_proto.rs`, shared with the loom model `tests/loom_central.rs`;
 //! this file binds it to [`Span`] and the pools' locks.
 
+use core::sync::atomic::{AtomicUsize, Ordering};
+
 use super::list::SpanList;
-use super::slow::{collect_remote, release_span};
+use super::owned::{collect_remote, release_span};
 use crate::lock::SpinLock;
-use crate::span::{Block, ListTag, Span, SPAN_CLASSES};
+use crate::size_class::PAGE_SIZE;
+use crate::span::{span_pages, ListTag, Span, SPAN_CLASSES};
 
 /// The central-pool protocol (shared with the loom model).
 mod proto {
@@ -26,25 +31,50 @@ const _: () = assert!(proto::TAG_NONE == ListTag::None as u8);
 pub(super) struct Central {
     list: SpanList,
     len: usize,
+    /// The pool's class (its index in [`CENTRAL`]).
+    class: usize,
 }
+
+impl Central {
+    /// Sets `len`, mirrored in [`POOLED`] for readers without the lock.
+    fn set_len(&mut self, len: usize) {
+        self.len = len;
+        POOLED[self.class].store(len, Ordering::Relaxed);
+    }
+}
+
+/// Spans in each class's pool, for [`sweep_next`] to find a pool worth sweeping without
+/// taking every pool's lock (written under the pool's lock; a hint to readers).
+static POOLED: [AtomicUsize; SPAN_CLASSES] = [const { AtomicUsize::new(0) }; SPAN_CLASSES];
+
+/// Where [`sweep_next`] looks first.
+static SWEEP_CURSOR: AtomicUsize = AtomicUsize::new(0);
 // SAFETY: the list is only touched under its lock.
 unsafe impl Send for Central {}
 
 impl proto::PoolList<Span> for Central {
     fn push(&mut self, span: &Span) {
         self.list.push_front(span);
-        self.len += 1;
+        self.set_len(self.len + 1);
     }
 
     fn unlink(&mut self, span: &Span) {
         self.list.unlink(span);
-        self.len -= 1;
+        self.set_len(self.len - 1);
     }
 
     fn pop(&mut self) -> Option<*const Span> {
         let s = self.list.pop_front()? as *const Span;
-        self.len -= 1;
+        self.set_len(self.len - 1);
         Some(s)
+    }
+
+    fn back(&self) -> Option<*const Span> {
+        self.list.back().map(|s| s as *const Span)
+    }
+
+    fn len(&self) -> usize {
+        self.len
     }
 }
 
@@ -66,15 +96,6 @@ impl proto::PoolSpan for Span {
         self.used.get()
     }
 
-    fn set_used(&self, used: u32) {
-        self.used.set(used);
-    }
-
-    unsafe fn push_local(&self, block: usize) {
-        // SAFETY: forwarded; the caller acts as the span's owner.
-        unsafe { Span::push_local(self, block as *mut Block) }
-    }
-
     fn collect_remote(&self) -> u32 {
         collect_remote(self)
     }
@@ -86,22 +107,25 @@ impl proto::PoolSpan for Span {
 }
 
 /// The pools, one per span class.
-pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = [const {
-    SpinLock::new(Central {
-        list: SpanList::new(),
-        len: 0,
-    })
-}; SPAN_CLASSES];
-
-/// Frees `p` into an abandoned span under its pool's lock (see `central_proto.rs`). Returns
-/// false (and does nothing) if the span has been adopted meanwhile.
-///
-/// # Safety
-/// `p` is a live small block of `s`, of class `class`.
-pub(super) unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool {
-    // SAFETY: forwarded.
-    unsafe { proto::free_to_central(CENTRAL[class].lock(), s, p as usize) }
-}
+pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = {
+    let mut pools = [const {
+        SpinLock::new(Central {
+            list: SpanList::new(),
+            len: 0,
+            class: 0,
+        })
+    }; SPAN_CLASSES];
+    let mut c = 0;
+    while c < SPAN_CLASSES {
+        pools[c] = SpinLock::new(Central {
+            list: SpanList::new(),
+            len: 0,
+            class: c,
+        });
+        c += 1;
+    }
+    pools
+};
 
 /// Gives away a span the exiting owner took off its lists: to the page heap if empty, else to
 /// its class's pool.
@@ -110,15 +134,60 @@ pub(super) unsafe fn free_to_central(class: usize, s: &Span, p: *mut u8) -> bool
 /// The caller owns `s`, which is quiesced.
 pub(super) unsafe fn give_away(s: &Span) {
     let class = s.class.get() as usize;
+    debug_assert_eq!(
+        s.remote.load(Ordering::Relaxed) & crate::remote::STATE_MASK,
+        crate::remote::NONE,
+        "a span given away must be quiesced: no delivery may name its exited owner"
+    );
     // SAFETY: forwarded.
     unsafe { proto::give_away(s, || CENTRAL[class].lock()) }
 }
 
 /// Takes a span out of `class`'s pool; the caller owns it from then on.
 pub(super) fn central_pop(class: usize) -> Option<&'static Span> {
+    if POOLED[class].load(Ordering::Relaxed) == 0 {
+        // Nothing pooled (a hint: a span pooled right now waits for the next refill).
+        return None;
+    }
     let s = proto::central_pop(CENTRAL[class].lock())?;
     // SAFETY: descriptors live in chunk headers, which are never unmapped.
     Some(unsafe { &*s })
+}
+
+/// Sweeps every pool: pooled spans whose blocks have all been freed go back to the page heap.
+/// Returns the bytes given back.
+pub(crate) fn sweep_all() -> usize {
+    let mut bytes = 0;
+    for (class, pool) in CENTRAL.iter().enumerate().skip(1) {
+        let spans = proto::sweep(|| pool.lock(), usize::MAX);
+        bytes += spans * span_pages(class) * PAGE_SIZE;
+    }
+    bytes
+}
+
+/// Sweeps a few spans of the next pool that holds any (round robin over the classes): called
+/// when a thread takes fresh pages for a span, so that spans exited threads left behind, once
+/// their blocks are all freed, go back to the page heap as the program keeps allocating, even in
+/// classes nobody refills and without `collect()`.
+pub(super) fn sweep_next() {
+    let start = SWEEP_CURSOR.load(Ordering::Relaxed);
+    for i in 0..SPAN_CLASSES {
+        let class = (start + i) % SPAN_CLASSES;
+        if POOLED[class].load(Ordering::Relaxed) != 0 {
+            SWEEP_CURSOR.store(class + 1, Ordering::Relaxed);
+            proto::sweep(|| CENTRAL[class].lock(), proto::SWEEP_ON_PUSH);
+            return;
+        }
+    }
+}
+
+/// A freeing thread's share of the sweeping: a thread that freed a span's worth of blocks into
+/// `class`'s pooled spans sweeps a few of them, if the pool's lock is free (it never waits for
+/// it: the free stays lock-free, and whoever holds the lock is working on the pool anyway).
+pub(super) fn sweep_after_frees(class: usize) {
+    if let Some(pool) = CENTRAL[class].try_lock() {
+        proto::sweep_locked(pool, proto::SWEEP_ON_PUSH);
+    }
 }
 
 /// Spans in the central pool of each class.

@@ -2,14 +2,13 @@
 //! list of a span the thread owns. No atomic read-modify-write, no lock, one branch each; every
 //! miss calls out of line (`slow.rs`, or `gate.rs` for the size-specialised routines).
 
-use core::ptr;
-
-use super::{current_heap, inc, slow, Heap};
+use super::tls::current_heap;
+use super::{inc, miss, slow, Heap};
 use crate::chunk::span_of;
-use crate::span::{narrow_next, Block, TINY_CLASS, TINY_SIZE};
+use crate::span::{narrow_next, Block, OWNER_FULL, TINY_CLASS, TINY_SIZE};
 
 /// The out-of-line path a fast path calls on a miss: `(class, size, zeroed)` to a block.
-pub(super) type Slow = fn(usize, usize, bool) -> *mut u8;
+pub(crate) type Slow = fn(usize, usize, bool) -> *mut u8;
 
 /// Tells the compiler that the branch it is on is rarely taken (`core::hint::cold_path`, with
 /// rustc 1.95 or later; nothing before), so that it lays the fast path out as a straight line
@@ -52,7 +51,7 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
         if ZEROED {
-            clear_block(b.cast(), size, fresh);
+            super::owned::clear_block(b.cast(), size, fresh);
         }
         b.cast()
     }
@@ -91,7 +90,20 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
 #[inline(always)]
 pub(crate) fn alloc_small<const ZEROED: bool>(class: usize, size: usize) -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel.
-    unsafe { alloc_wide_in::<ZEROED>(current_heap(), class, size, slow::alloc_slow) }
+    unsafe { alloc_wide_in::<ZEROED>(current_heap(), class, size, miss::alloc_slow) }
+}
+
+/// [`alloc_small`] with the miss going to `slow` (a caller's own wrapper of
+/// [`super::alloc_slow`]), called in tail position: a caller whose other calls are tail calls
+/// too needs no stack frame on its fast path.
+#[inline(always)]
+pub(crate) fn alloc_small_with<const ZEROED: bool>(
+    class: usize,
+    size: usize,
+    slow: Slow,
+) -> *mut u8 {
+    // SAFETY: the current heap is this thread's heap or the sentinel.
+    unsafe { alloc_wide_in::<ZEROED>(current_heap(), class, size, slow) }
 }
 
 /// Allocates a 4-byte block of the tiny class (objects of 1 to 4 bytes) through the generic
@@ -99,32 +111,7 @@ pub(crate) fn alloc_small<const ZEROED: bool>(class: usize, size: usize) -> *mut
 #[inline(always)]
 pub(crate) fn alloc_tiny<const ZEROED: bool>() -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel.
-    unsafe { alloc_tiny_in::<ZEROED>(current_heap(), slow::alloc_slow) }
-}
-
-/// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
-/// span only has its link word to clear.
-///
-/// # Safety
-/// `p` is a block of at least `size` bytes that the caller owns, 8 bytes or more unless it is a
-/// tiny block (`size <= 4`).
-#[inline(always)]
-pub(super) unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
-    if size <= TINY_SIZE {
-        // SAFETY: a tiny block is 4 bytes, ours.
-        unsafe { (p as *mut u32).write(0) };
-    } else if fresh {
-        // SAFETY: the block is ours and at least one word long.
-        unsafe { (p as *mut usize).write(0) };
-    } else if size >= 128 {
-        // From 128 bytes up libc's memset (vectorised for the CPU at load time) beats the
-        // baseline-x86-64 stores the compiler inlines for a constant size.
-        // SAFETY: the block is ours and at least `size` bytes long.
-        unsafe { libc::memset(p.cast(), 0, size) };
-    } else {
-        // SAFETY: the block is ours and at least `size` bytes long.
-        unsafe { ptr::write_bytes(p, 0, size) };
-    }
+    unsafe { alloc_tiny_in::<ZEROED>(current_heap(), miss::alloc_slow) }
 }
 
 /// Frees a block of a class of 8 bytes or more.
@@ -156,10 +143,25 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
     let heap = current_heap();
     // SAFETY: `p` is a live small block, so its span descriptor is valid.
     let span = unsafe { &*span_of(p) };
-    if span.owner_word() != heap as usize {
+    let owner = span.owner_word();
+    if owner != heap as usize {
+        if owner == heap as usize | OWNER_FULL {
+            // A span of ours parked full: a program that frees at random frees into such spans
+            // often (a quarter of a BTreeMap churn's frees), so this stays inline, off the hit.
+            // SAFETY: this heap owns the parked span (the sentinel owns none); `p` is one of
+            // its blocks.
+            return unsafe { slow::free_to_parked(&*heap, span, p) };
+        }
         // SAFETY: forwarded from our caller.
-        return unsafe { slow::free_slow(heap, span, p) };
+        return unsafe { miss::free_slow(heap, span, p) };
     }
+    // Read before the stores below, which the compiler cannot tell apart from the class byte:
+    // a caller that read the class already (C's `free`) then reads it once.
+    let class = if NARROW {
+        TINY_CLASS
+    } else {
+        span.class.get() as usize
+    };
     // SAFETY: this heap owns the span (owner word, untagged), so its free list and counters are
     // ours; `p` is one of its blocks and is no longer in use.
     unsafe {
@@ -168,11 +170,6 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
         } else {
             span.push_wide(p as *mut Block);
         }
-        let class = if NARROW {
-            TINY_CLASS
-        } else {
-            span.class.get() as usize
-        };
         inc(&(*heap).classes.get_unchecked(class).frees);
         // Last, so that the test below reads the flags of the decrement.
         let used = span.used.get() - 1;

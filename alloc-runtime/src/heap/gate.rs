@@ -15,17 +15,13 @@
 use core::ptr;
 
 use super::fast::{alloc_tiny_in, alloc_wide_in};
-use super::{current_heap, empty_heap, lifecycle, slow, tls, Heap};
+use super::tls::{self, current_heap};
+use super::{empty_heap, lifecycle, Heap};
 
 /// This thread's heap for the size-specialised routines (see [`ensure_spec_heap`]).
 #[inline(always)]
 fn spec_heap() -> *mut Heap {
     tls::locals().spec_heap.get()
-}
-
-/// Sends this thread's routines back through the check (its heap is being torn down).
-pub(super) fn forget_spec_heap() {
-    tls::locals().spec_heap.set(empty_heap());
 }
 
 /// The size-specialised routines' fast path for a class of 8 bytes or more: like
@@ -117,7 +113,7 @@ fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     if spec_heap() == empty_heap() && !ensure_spec_heap() {
         return ptr::null_mut();
     }
-    slow::alloc_slow(class, size, zeroed)
+    super::miss::alloc_slow(class, size, zeroed)
 }
 
 /// Makes the size-specialised routines usable on this thread: checks that

@@ -304,7 +304,7 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     if locals.heap.get() == h {
         locals.heap.set(empty_heap());
     }
-    super::gate::forget_spec_heap();
+    tls::forget_spec_heap();
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };
     // SAFETY: `h` is live; the pool takes it back.

@@ -90,6 +90,17 @@ impl SpanList {
         Some(s)
     }
 
+    /// The last span of the list, left on it.
+    pub(crate) fn back(&self) -> Option<&Span> {
+        let head = self.head.get();
+        if head.is_null() {
+            return None;
+        }
+        // SAFETY: list members are live descriptors owned by the list's owner (us); the head's
+        // `prev` is the tail.
+        Some(unsafe { &*(*head).prev.get() })
+    }
+
     /// Calls `f` on every member, front to back (`f` must not unlink them).
     pub(crate) fn for_each(&self, mut f: impl FnMut(&Span)) {
         let head = self.head.get();

@@ -1,16 +1,20 @@
 //! Thread heaps: the per-thread cache in front of the central pools and the page heap.
 //!
-//! Read it in this order, the way a pointer travels:
+//! The files are one-way layers: read them top to bottom, the way a pointer travels; each file
+//! calls only files below it in this table, never one above (`tests/layers.rs` checks it).
 //!
 //! | file | what |
 //! | --- | --- |
-//! | `mod.rs` | the [`Heap`] struct and the thread-local that finds it |
-//! | `fast.rs` | the fast paths: pop from the current span, push to an owned span |
-//! | `slow.rs` | refill, remote-free collection, parking full spans, releasing empty ones |
-//! | `list.rs` | [`SpanList`], the intrusive doubly linked list of spans |
-//! | `central.rs` | the per-class pools of spans abandoned by exited threads |
-//! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers |
 //! | `gate.rs` | the size-specialised routines' own view of the heap |
+//! | `fast.rs` | the fast paths: pop from the current span, push to an owned span |
+//! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
+//! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
+//! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
+//! | `central.rs` | the per-class pools of spans abandoned by exited threads |
+//! | `owned.rs` | an owner's span operations: collecting remote frees, releasing a span |
+//! | `tls.rs` | the thread-locals that find this thread's heap |
+//! | `mod.rs` | the [`Heap`] struct and the sentinel heap |
+//! | `list.rs` | [`SpanList`], the intrusive doubly linked list of spans |
 //!
 //! Each thread allocates from its own *current* span per class: the fast path is a thread-local
 //! load, two dependent loads and a branch, with no atomic and no lock. Frees of blocks whose span
@@ -35,8 +39,10 @@
 //!
 //! A span whose last block is freed goes back to the page heap (after a small allowance kept
 //! for reuse). When a thread exits, its spans that still hold live blocks go to the central pool
-//! of their class, owned by nobody; a later refill of that class adopts them. Remote frees keep
-//! working throughout: they only touch the span's atomic remote list.
+//! of their class, owned by nobody; a later refill of that class adopts them, and sweeps (a few
+//! spans each time a span is pooled or a thread takes fresh pages, every span on `collect()`) give back those whose blocks
+//! have all been freed. Remote frees keep working throughout, lock-free: they only touch the
+//! span's atomic remote list.
 
 use core::cell::Cell;
 use core::ptr;
@@ -49,16 +55,19 @@ mod fast;
 mod gate;
 mod lifecycle;
 mod list;
+mod miss;
+mod owned;
 mod slow;
 mod tls;
 
-pub(crate) use central::central_lens;
-pub(crate) use fast::{alloc_small, alloc_tiny, free_small, free_tiny};
+pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
+pub(crate) use fast::{alloc_small, alloc_small_with, alloc_tiny, free_small, free_tiny};
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
 #[cfg(feature = "test-hooks")]
 pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
+pub(crate) use miss::alloc_slow;
 pub(crate) use slow::trim_thread;
 
 /// Per-class state of a heap, laid out so the fast path touches one cache line.
@@ -87,6 +96,9 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
+    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
+    /// class's pool (see `miss::note_pooled_free`).
+    pooled_frees: [Cell<u32>; SPAN_CLASSES],
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,
     /// Next heap in the pool of unused heaps.
@@ -114,6 +126,7 @@ impl Heap {
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
+            pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),
@@ -152,12 +165,6 @@ static EMPTY_HEAP: SyncHeap = SyncHeap(Heap::new(&EMPTY_SPAN.0 as *const Span as
 #[inline(always)]
 fn empty_heap() -> *mut Heap {
     &EMPTY_HEAP.0 as *const Heap as *mut Heap
-}
-
-/// This thread's heap (the sentinel if it has none).
-#[inline(always)]
-fn current_heap() -> *mut Heap {
-    tls::locals().heap.get()
 }
 
 /// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.

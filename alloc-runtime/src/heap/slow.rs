@@ -6,36 +6,16 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
-use super::fast::clear_block;
-use super::{central, current_heap, empty_heap, inc, lifecycle, Heap, EMPTY_KEEP};
+use super::owned::{clear_block, collect_remote, release_span};
+use super::tls::current_heap;
+use super::{central, empty_heap, inc, Heap, EMPTY_KEEP};
 use crate::chunk;
 use crate::remote;
 use crate::span::STATE_SMALL;
 use crate::span::{
-    empty_span, span_block_size, span_pages, Block, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
+    empty_span, span_block_size, span_pages, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
 };
 use crate::stats;
-
-/// The generic path's miss: refills `class` on this thread's heap (making the heap on first
-/// use) and allocates from it; `size` bytes are cleared when `zeroed`. Null only when the OS
-/// refuses memory.
-#[cold]
-#[inline(never)]
-pub(super) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
-    let mut heap = current_heap();
-    if heap == empty_heap() {
-        if lifecycle::exited() {
-            // A destructor running after this thread's heap was torn down.
-            return lifecycle::alloc_after_exit(class, size, zeroed);
-        }
-        heap = match lifecycle::init_heap() {
-            Some(h) => h,
-            None => return ptr::null_mut(),
-        };
-    }
-    // SAFETY: a live heap from the pool; this thread is its only user.
-    alloc_from(unsafe { &*heap }, class, size, zeroed)
-}
 
 /// Refills `class` on `h` and allocates a block from it.
 ///
@@ -103,7 +83,9 @@ fn refill(h: &Heap, class: usize) -> Option<&Span> {
         }
         retire_current(h, class, s);
     }
-    // A new span from the page heap.
+    // A new span from the page heap; first, a few spans that exited threads left behind and
+    // that may have emptied since go back there.
+    central::sweep_next();
     let run = chunk::alloc_pages(span_pages(class), 1, crate::large::release_cache)?;
     // SAFETY: the page heap gave us this descriptor and its pages.
     let s = unsafe { &*run.span };
@@ -212,48 +194,6 @@ fn unpark(h: &Heap, s: &Span) {
     h.classes[s.class.get() as usize].partial.push_front(s);
 }
 
-/// Takes the span's remote list onto its local free list (the caller owns the span). Returns
-/// how many blocks came.
-pub(super) fn collect_remote(s: &Span) -> u32 {
-    let head = remote::take_remote(&s.remote);
-    if head == 0 {
-        return 0;
-    }
-    let narrow = s.is_narrow();
-    let mut n = 0u32;
-    let mut b = head;
-    loop {
-        n += 1;
-        // SAFETY: the list was published with Release and taken with Acquire; its blocks are
-        // free blocks of `s`, now ours.
-        let next = unsafe { remote::link_of(b) };
-        if next == 0 {
-            // The tail: link it to the local list.
-            // SAFETY: `b` is a free block of `s`, ours.
-            unsafe {
-                if narrow {
-                    remote::set_link(b, s.free.get() as usize);
-                } else {
-                    (*(b as *mut Block)).next = s.free.get();
-                }
-            }
-            break;
-        }
-        if !narrow {
-            // Remote lists link through chunk offsets; the local list of a wide class through
-            // pointers.
-            // SAFETY: as above; a wide block holds a pointer.
-            unsafe { (*(b as *mut Block)).next = next as *mut Block };
-        }
-        b = next;
-    }
-    s.free.set(head as *mut Block);
-    s.free_zero.set(false);
-    debug_assert!(s.used.get() >= n);
-    s.used.set(s.used.get() - n);
-    n
-}
-
 /// Takes the spans other threads delivered to `h` (see `remote`). `exiting`: `h`'s thread is
 /// abandoning it, so parked spans are left for `give_away` instead of being watched again.
 ///
@@ -289,9 +229,11 @@ pub(super) fn process_delayed(h: &Heap, exiting: bool) {
 }
 
 /// A free brought an owned, non-current span's count of used blocks to zero.
+///
+/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
 #[cold]
 #[inline(never)]
-pub(super) fn span_emptied(h: &Heap, s: &Span) {
+pub(super) extern "C" fn span_emptied(h: &Heap, s: &Span) {
     let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
     if s.tag() == ListTag::Partial && h.empty_kept.get() + bytes <= EMPTY_KEEP {
         // Keep it on the partial list for the next refill of its class: a program that frees
@@ -313,77 +255,37 @@ pub(super) fn span_emptied(h: &Heap, s: &Span) {
     unsafe { release_span(s) };
 }
 
-/// Gives an empty span's pages back to the page heap, or, if the span is on its owner's delayed
-/// list, marks it [`ListTag::Releasing`] so that the owner releases it when it takes it off.
-///
-/// # Safety
-/// The caller owns `s`, which holds no live block and is on no list.
-pub(super) unsafe fn release_span(s: &Span) {
-    debug_assert_eq!(s.used.get(), 0);
-    // A thread may still be delivering this span to its owner: wait for it to finish.
-    if remote::quiesce(&s.remote) {
-        s.set_tag(ListTag::Releasing);
-        return;
-    }
-    debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
-    s.owner.store(0, Ordering::Relaxed);
-    stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
-    // SAFETY: guaranteed by the caller.
-    unsafe { chunk::free_pages(s as *const Span as *mut Span) };
-}
-
-/// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,
-/// a span of another heap (a remote free), or a span in a central pool.
-///
-/// The remote free of the common case (nobody waits for a notification) is a load and a CAS,
-/// with no call and no stack frame; the rest is out of line.
-///
-/// # Safety
-/// `p` is a live block of `span`.
-#[inline(never)]
-pub(super) unsafe fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
-    let owner = span.owner_word();
-    // The sentinel heap owns no span, so this never matches for a thread without a heap.
-    if owner == heap as usize | OWNER_FULL {
-        // SAFETY: `heap` is this thread's live heap and owns the span; forwarded.
-        return unsafe { free_to_parked(&*heap, span, p) };
-    }
-    // Read before the push: once the block is published, the owner may collect it, empty the
-    // span and release it, and the descriptor may be set up again for another class.
-    let class = span.class.get() as usize;
-    // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
-    // collected (it holds a live block until then).
-    if owner != 0 && unsafe { remote::try_push(&span.remote, p as usize) } {
-        return count_remote(heap, class);
-    }
-    // SAFETY: forwarded.
-    unsafe { free_other(heap, span, class, p) }
-}
-
 /// A local free into a span the heap parked as full: back to the partial list, at the front, so
 /// that the next refill of its class reuses the block just freed (see [`unpark`]).
 ///
 /// # Safety
 /// `h` owns `span`, which is parked full; `p` is a live block of `span`.
-#[inline]
-unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
-    // SAFETY: we own the span; `p` is one of its blocks.
-    unsafe { span.push_local(p.cast()) };
-    let used = span.used.get() - 1;
-    span.used.set(used);
+#[inline(always)]
+pub(super) unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
     let class = span.class.get() as usize;
-    inc(&h.classes[class].frees);
-    if used <= WAKE_AT_USED[class] {
-        wake_parked(h, span, used);
+    // SAFETY: we own the span; `p` is one of its blocks. A span's class is below
+    // `SPAN_CLASSES` (unchecked: a bounds check's panic call would give the inlining free path
+    // a stack frame).
+    unsafe {
+        span.push_local(p.cast());
+        let used = span.used.get() - 1;
+        span.used.set(used);
+        inc(&h.classes.get_unchecked(class).frees);
+        if used <= *WAKE_AT_USED.get_unchecked(class) {
+            wake_parked(h, span, used);
+        }
     }
 }
 
 /// A parked span got enough blocks back: to the partial list (and, if empty, on as any
 /// emptied partial span goes: kept for reuse up to the heap's bound, else to the page heap, so
 /// that a class of one block per span does not go to the page heap on every free).
+///
+/// `extern "C"` (it cannot unwind), so that the C `free`, which inlines the parked case, calls
+/// it in tail position.
 #[cold]
 #[inline(never)]
-fn wake_parked(h: &Heap, span: &Span, used: u32) {
+extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
     unpark(h, span);
     if used == 0 {
         span_emptied(h, span);
@@ -394,11 +296,10 @@ fn wake_parked(h: &Heap, span: &Span, used: u32) {
 /// quarter of them, if fewer) came back to it: until then the blocks wait on its free list and
 /// refills take other spans, so that a program that frees one block and allocates one does not
 /// move the span between the lists on every pair (as snmalloc waits before it wakes a slab).
-/// Each free before the wake-up takes this slow path, which a program that frees whole
-/// structures (binary trees) pays once per span: 8 keeps that under half a percent of its
-/// instructions (32 cost it 1.6 %) and takes most of the gain of a BTreeMap churn (7 % fewer
-/// instructions at 32, 6.8 % at 8).
-const WAKE_BLOCKS_MAX: usize = 8;
+/// A free before the wake-up is a push and a count, inline in the free path (`fast.rs`). At 32
+/// a BTreeMap churn's refills fall from 38,000 to 11,000 and its instructions by 1.6 % against
+/// 8 (callgrind), and no single-threaded program of the suite executes more.
+const WAKE_BLOCKS_MAX: usize = 32;
 
 /// For each span class, the `used` count at which a parked span wakes (see
 /// [`WAKE_BLOCKS_MAX`]).
@@ -418,74 +319,35 @@ static WAKE_AT_USED: [u32; SPAN_CLASSES] = {
     t
 };
 
-/// A free into a span of another heap or of a central pool, other than a plain push: under the
-/// pool's lock, or the whole remote-free protocol with its notification.
+/// A free into a span of another heap or of a central pool, other than a plain push: the whole
+/// remote-free protocol with its notification. A pooled span (owner word 0) takes the plain
+/// push: its exiting owner withdrew every notification request.
 ///
 /// # Safety
-/// `p` is a live block of `span`, of class `class`, which `heap` does not own.
+/// `p` is a live block of `span`, which this thread's heap does not own.
 #[cold]
 #[inline(never)]
-unsafe fn free_other(heap: *mut Heap, span: &Span, class: usize, p: *mut u8) {
-    // SAFETY: `p` is a live block of `span`.
-    let done = span.owner_word() == 0 && unsafe { central::free_to_central(class, span, p) };
-    if !done {
-        // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its
-        // owner does not abandon the span while it is NOTIFYING.
-        unsafe {
-            remote::free_remote(
-                &span.remote,
-                &span.owner,
-                p as usize,
-                &remote::Deliveries,
-                |hp| {
-                    #[cfg(feature = "test-hooks")]
-                    crate::hooks::in_delivery();
-                    let owner = &*(hp as *const Heap);
-                    remote::push_delayed(
-                        &owner.delayed,
-                        span as *const Span as usize,
-                        &span.delayed_next,
-                    );
-                },
-            );
-        }
+pub(super) unsafe fn free_other(span: &Span, p: *mut u8) {
+    // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its owner
+    // does not abandon the span while it is NOTIFYING.
+    unsafe {
+        remote::free_remote(
+            &span.remote,
+            &span.owner,
+            p as usize,
+            &remote::Deliveries,
+            |hp| {
+                #[cfg(feature = "test-hooks")]
+                crate::hooks::in_delivery();
+                let owner = &*(hp as *const Heap);
+                remote::push_delayed(
+                    &owner.delayed,
+                    span as *const Span as usize,
+                    &span.delayed_next,
+                );
+            },
+        );
     }
-    count_remote(heap, class);
-}
-
-/// Counts a free into a span `heap` does not own (`heap` may be the sentinel), in this
-/// thread's own counters: no line that other freeing threads write.
-#[inline(always)]
-fn count_remote(heap: *mut Heap, class: usize) {
-    let heap = if heap != empty_heap() {
-        heap
-    } else {
-        counting_heap()
-    };
-    if !heap.is_null() {
-        // SAFETY: `heap` is this thread's live heap.
-        let h = unsafe { &*heap };
-        inc(&h.remote_frees);
-        // SAFETY: a span's class is below `SPAN_CLASSES`.
-        inc(unsafe { &h.classes.get_unchecked(class).frees });
-    } else {
-        stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
-        stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// A heap for a thread that frees before it ever allocated (a consumer that only frees what
-/// others made): made on its first free, so that its frees are counted in counters of its own
-/// rather than in the shared ones every such thread would write. Null for a thread whose heap
-/// is already torn down (a destructor running after ours), or when no heap can be made: those
-/// rare frees are counted in the shared counters.
-#[cold]
-#[inline(never)]
-fn counting_heap() -> *mut Heap {
-    if lifecycle::exited() {
-        return ptr::null_mut();
-    }
-    lifecycle::init_heap().unwrap_or(ptr::null_mut())
 }
 
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote

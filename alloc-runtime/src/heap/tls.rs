@@ -20,7 +20,7 @@
 
 use core::cell::Cell;
 
-use super::{Heap, EMPTY_HEAP};
+use super::{empty_heap, Heap, EMPTY_HEAP};
 
 /// This thread's allocator state.
 #[repr(C)]
@@ -110,6 +110,26 @@ mod imp {
             &*(p as *const ThreadLocals)
         }
     }
+
+    /// This thread's heap, read in one instruction off the thread pointer (`fs:[offset]`)
+    /// rather than by adding the thread pointer to the offset first.
+    #[inline(always)]
+    pub(in crate::heap) fn heap() -> *mut super::Heap {
+        let h: *mut super::Heap;
+        // SAFETY: as in `locals`: the GOT entry holds the block's offset from the thread
+        // pointer, and `heap` is the block's first field (checked above). Not `pure`: the field
+        // changes when the thread gets or gives up its heap; `readonly` orders the read after
+        // those writes.
+        unsafe {
+            core::arch::asm!(
+                concat!("mov {h}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                "mov {h}, qword ptr fs:[{h}]",
+                h = out(reg) h,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+        h
+    }
 }
 
 #[cfg(not(all(
@@ -141,6 +161,23 @@ mod imp {
         // the thread.
         LOCALS.with(|l| unsafe { &*(l as *const ThreadLocals) })
     }
+
+    /// This thread's heap.
+    #[inline(always)]
+    pub(in crate::heap) fn heap() -> *mut Heap {
+        locals().heap.get()
+    }
 }
 
 pub(super) use imp::locals;
+
+/// This thread's heap (the sentinel if it has none).
+#[inline(always)]
+pub(super) fn current_heap() -> *mut Heap {
+    imp::heap()
+}
+
+/// Sends this thread's routines back through the check (its heap is being torn down).
+pub(super) fn forget_spec_heap() {
+    locals().spec_heap.set(empty_heap());
+}

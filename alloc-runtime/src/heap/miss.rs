@@ -1,0 +1,127 @@
+//! The misses of the fast paths, out of line: an allocation finds no block in its current span
+//! (the thread may have no heap yet, or be exiting), a free finds a span the thread does not own
+//! outright (parked full, another thread's, or pooled). They decide where the operation goes:
+//! the heap's life (`lifecycle.rs`: making a heap, the fallback heap after exit) or the slow
+//! paths (`slow.rs`), and count frees into other threads' spans in this thread's own counters.
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use super::slow::{alloc_from, free_other, free_to_parked};
+use super::tls::current_heap;
+use super::{central, empty_heap, inc, lifecycle, Heap};
+use crate::remote;
+use crate::size_class::PAGE_SIZE;
+use crate::span::{span_block_size, span_pages, Span, OWNER_FULL};
+use crate::stats;
+
+/// The generic path's miss: refills `class` on this thread's heap (making the heap on first
+/// use) and allocates from it; `size` bytes are cleared when `zeroed`. Null only when the OS
+/// refuses memory.
+#[cold]
+#[inline(never)]
+pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    let mut heap = current_heap();
+    if heap == empty_heap() {
+        if lifecycle::exited() {
+            // A destructor running after this thread's heap was torn down.
+            return lifecycle::alloc_after_exit(class, size, zeroed);
+        }
+        heap = match lifecycle::init_heap() {
+            Some(h) => h,
+            None => return ptr::null_mut(),
+        };
+    }
+    // SAFETY: a live heap from the pool; this thread is its only user.
+    alloc_from(unsafe { &*heap }, class, size, zeroed)
+}
+
+/// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,
+/// a span of another heap (a remote free), or a span in a central pool.
+///
+/// The remote free of the common case (nobody waits for a notification) is a load and a CAS,
+/// with no call and no stack frame; the rest is out of line.
+///
+/// # Safety
+/// `p` is a live block of `span`.
+///
+/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
+#[inline(never)]
+pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
+    let owner = span.owner_word();
+    // The sentinel heap owns no span, so this never matches for a thread without a heap.
+    if owner == heap as usize | OWNER_FULL {
+        // SAFETY: `heap` is this thread's live heap and owns the span; forwarded.
+        return unsafe { free_to_parked(&*heap, span, p) };
+    }
+    // Read before the push: once the block is published, the owner may collect it, empty the
+    // span and release it, and the descriptor may be set up again for another class.
+    let class = span.class.get() as usize;
+    // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
+    // collected (it holds a live block until then), whether an owner or a pool's sweep
+    // collects it.
+    if !unsafe { remote::try_push(&span.remote, p as usize) } {
+        // SAFETY: forwarded.
+        unsafe { free_other(span, p) };
+    }
+    let counted = count_remote(heap, class);
+    if owner == 0 && !counted.is_null() {
+        // The span was pooled (read before the push; it may be adopted since, which costs
+        // nothing but an early sweep).
+        // SAFETY: `counted` is this thread's live heap.
+        note_pooled_free(unsafe { &*counted }, class);
+    }
+}
+
+/// Counts a free into a pooled span of `class`; once a span's worth of them came from this
+/// thread, sweeps a few of the class's pooled spans (without waiting for the pool's lock), so
+/// that spans exited threads left behind go back to the page heap as their blocks are freed.
+#[inline]
+fn note_pooled_free(h: &Heap, class: usize) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let n = unsafe { h.pooled_frees.get_unchecked(class) };
+    let blocks = span_pages(class) * PAGE_SIZE / span_block_size(class);
+    if n.get() as usize + 1 < blocks {
+        n.set(n.get() + 1);
+    } else {
+        n.set(0);
+        central::sweep_after_frees(class);
+    }
+}
+
+/// Counts a free into a span `heap` does not own (`heap` may be the sentinel), in this
+/// thread's own counters: no line that other freeing threads write. Returns the heap counted
+/// in (null: the shared counters).
+#[inline(always)]
+fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
+    let heap = if heap != empty_heap() {
+        heap
+    } else {
+        counting_heap()
+    };
+    if !heap.is_null() {
+        // SAFETY: `heap` is this thread's live heap.
+        let h = unsafe { &*heap };
+        inc(&h.remote_frees);
+        // SAFETY: a span's class is below `SPAN_CLASSES`.
+        inc(unsafe { &h.classes.get_unchecked(class).frees });
+    } else {
+        stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
+        stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);
+    }
+    heap
+}
+
+/// A heap for a thread that frees before it ever allocated (a consumer that only frees what
+/// others made): made on its first free, so that its frees are counted in counters of its own
+/// rather than in the shared ones every such thread would write. Null for a thread whose heap
+/// is already torn down (a destructor running after ours), or when no heap can be made: those
+/// rare frees are counted in the shared counters.
+#[cold]
+#[inline(never)]
+fn counting_heap() -> *mut Heap {
+    if lifecycle::exited() {
+        return ptr::null_mut();
+    }
+    lifecycle::init_heap().unwrap_or(ptr::null_mut())
+}

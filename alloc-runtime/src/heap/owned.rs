@@ -1,0 +1,100 @@
+//! What an owner does to a span below the heap's lists, shared by the slow paths and the
+//! central pools (whose lock holder acts as the owner): collecting its remote frees, giving it
+//! back to the page heap; and clearing a block handed out zeroed.
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use crate::chunk;
+use crate::remote;
+use crate::span::{Block, ListTag, Span, TINY_SIZE};
+use crate::stats;
+
+/// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
+/// span only has its link word to clear.
+///
+/// # Safety
+/// `p` is a block of at least `size` bytes that the caller owns, 8 bytes or more unless it is a
+/// tiny block (`size <= 4`).
+#[inline(always)]
+pub(super) unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
+    if size <= TINY_SIZE {
+        // SAFETY: a tiny block is 4 bytes, ours.
+        unsafe { (p as *mut u32).write(0) };
+    } else if fresh {
+        // SAFETY: the block is ours and at least one word long.
+        unsafe { (p as *mut usize).write(0) };
+    } else if size >= 128 {
+        // From 128 bytes up libc's memset (vectorised for the CPU at load time) beats the
+        // baseline-x86-64 stores the compiler inlines for a constant size.
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { libc::memset(p.cast(), 0, size) };
+    } else {
+        // SAFETY: the block is ours and at least `size` bytes long.
+        unsafe { ptr::write_bytes(p, 0, size) };
+    }
+}
+
+/// Takes the span's remote list onto its local free list (the caller owns the span). Returns
+/// how many blocks came.
+pub(super) fn collect_remote(s: &Span) -> u32 {
+    let head = remote::take_remote(&s.remote);
+    if head == 0 {
+        return 0;
+    }
+    let narrow = s.is_narrow();
+    let mut n = 0u32;
+    let mut b = head;
+    loop {
+        n += 1;
+        // SAFETY: the list was published with Release and taken with Acquire; its blocks are
+        // free blocks of `s`, now ours.
+        let next = unsafe { remote::link_of(b) };
+        if next == 0 {
+            // The tail: link it to the local list.
+            // SAFETY: `b` is a free block of `s`, ours.
+            unsafe {
+                if narrow {
+                    remote::set_link(b, s.free.get() as usize);
+                } else {
+                    (*(b as *mut Block)).next = s.free.get();
+                }
+            }
+            break;
+        }
+        if !narrow {
+            // Remote lists link through chunk offsets; the local list of a wide class through
+            // pointers.
+            // SAFETY: as above; a wide block holds a pointer.
+            unsafe { (*(b as *mut Block)).next = next as *mut Block };
+        }
+        b = next;
+    }
+    s.free.set(head as *mut Block);
+    s.free_zero.set(false);
+    debug_assert!(s.used.get() >= n);
+    s.used.set(s.used.get() - n);
+    n
+}
+
+/// Gives an empty span's pages back to the page heap, or, if the span is on its owner's delayed
+/// list, marks it [`ListTag::Releasing`] so that the owner releases it when it takes it off.
+///
+/// # Safety
+/// The caller owns `s`, which holds no live block and is on no list.
+pub(super) unsafe fn release_span(s: &Span) {
+    debug_assert_eq!(s.used.get(), 0);
+    // A thread may still be delivering this span to its owner: wait for it to finish.
+    if remote::quiesce(&s.remote) {
+        s.set_tag(ListTag::Releasing);
+        return;
+    }
+    debug_assert_eq!(s.remote.load(Ordering::Relaxed), 0);
+    s.owner.store(0, Ordering::Relaxed);
+    stats::SPANS[s.class.get() as usize].fetch_sub(1, Ordering::Relaxed);
+    // The page heap may advise pages back to the OS here, inside a `free`, which leaves
+    // `errno` as it was.
+    let _errno = crate::os::KeepErrno::new();
+    // SAFETY: guaranteed by the caller.
+    unsafe { chunk::free_pages(s as *const Span as *mut Span) };
+}
