@@ -194,12 +194,15 @@ struct Worker {
     bin: PathBuf,
 }
 
+/// The symbol `install!` defines: present (by this exact name) only where specalloc is the
+/// global allocator.
+const INSTALLED_MARK: &str = "specalloc_install_mark";
+
 /// A symbol (demangled, as `nm -C` prints it) only a build with this
 /// allocator as the global allocator contains.
 fn marker(allocator: &str) -> &'static str {
     match allocator {
-        // (`SpecAlloc::alloc` itself is inlined into `__rust_alloc`.)
-        SPECALLOC => " specalloc_runtime::",
+        SPECALLOC => INSTALLED_MARK,
         "mimalloc" => "mi_malloc_aligned",
         "jemalloc" => "_rjem_mallocx",
         "snmalloc" => "sn_rust_alloc",
@@ -262,7 +265,15 @@ fn check(allocator: &str, bin: &Path) -> Result<Vec<String>, String> {
     }
     let nm = workers::output(Command::new("nm").args(["-C", "--defined-only"]).arg(bin))?;
     for other in [SPECALLOC, "mimalloc", "jemalloc", "snmalloc"] {
-        let present = nm.contains(marker(other));
+        let present = if other == SPECALLOC {
+            // Installed: `install!`'s strong install mark. The runtime's code alone is no sign:
+            // a program that depends on specalloc without installing it links some of it (the
+            // mark's default, the size-specialised routines its annotated code calls).
+            nm.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some(INSTALLED_MARK))
+        } else {
+            nm.contains(marker(other))
+        };
         if other == allocator && !present {
             problems.push(format!("nm: no {}", marker(other)));
         } else if other != allocator && present {
