@@ -37,9 +37,15 @@ fn run(exe: &Path, mode: &str, preload: bool) -> impl Fn(&str) -> i64 {
     }
 }
 
+/// The compiled program, built once for all the tests of this file (they run in parallel:
+/// each compiling it into the same path would run one's executable while another rewrites it).
 fn program() -> Option<std::path::PathBuf> {
-    let dir = common::scratch("aligned");
-    common::compile("cc", "aligned.c", &dir, &[])
+    static EXE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = common::scratch("aligned");
+        common::compile("cc", "aligned.c", &dir, &[])
+    })
+    .clone()
 }
 
 #[test]
