@@ -42,6 +42,12 @@ pub(crate) const fn span_pages(class: usize) -> usize {
     }
 }
 
+/// Whole blocks in a span of a span class.
+#[inline(always)]
+pub(crate) const fn span_blocks(class: usize) -> usize {
+    span_pages(class) * crate::size_class::PAGE_SIZE / span_block_size(class)
+}
+
 /// Reads a narrow link (a tiny block's first four bytes): the chunk offset of the next block,
 /// turned back into its address, or null.
 ///

@@ -30,21 +30,24 @@ const _: () = assert!(proto::TAG_NONE == ListTag::None as u8);
 /// One class's pool.
 pub(super) struct Central {
     list: SpanList,
-    len: usize,
-    /// The pool's class (its index in [`CENTRAL`]).
+    /// The pool's class (its index in [`CENTRAL`]); its length is `POOLED[class]`.
     class: usize,
 }
 
 impl Central {
-    /// Sets `len`, mirrored in [`POOLED`] for readers without the lock.
+    /// Spans in the pool (exact under the lock).
+    fn count(&self) -> usize {
+        POOLED[self.class].load(Ordering::Relaxed)
+    }
+
+    /// Sets the pool's length (under the lock).
     fn set_len(&mut self, len: usize) {
-        self.len = len;
         POOLED[self.class].store(len, Ordering::Relaxed);
     }
 }
 
-/// Spans in each class's pool, for [`sweep_next`] to find a pool worth sweeping without
-/// taking every pool's lock (written under the pool's lock; a hint to readers).
+/// Spans in each class's pool: written under the pool's lock, so exact there, and a hint to
+/// readers without it ([`sweep_next`], [`central_pop`], the statistics).
 static POOLED: [AtomicUsize; SPAN_CLASSES] = [const { AtomicUsize::new(0) }; SPAN_CLASSES];
 
 /// Where [`sweep_next`] looks first.
@@ -55,17 +58,17 @@ unsafe impl Send for Central {}
 impl proto::PoolList<Span> for Central {
     fn push(&mut self, span: &Span) {
         self.list.push_front(span);
-        self.set_len(self.len + 1);
+        self.set_len(self.count() + 1);
     }
 
     fn unlink(&mut self, span: &Span) {
         self.list.unlink(span);
-        self.set_len(self.len - 1);
+        self.set_len(self.count() - 1);
     }
 
     fn pop(&mut self) -> Option<*const Span> {
         let s = self.list.pop_front()? as *const Span;
-        self.set_len(self.len - 1);
+        self.set_len(self.count() - 1);
         Some(s)
     }
 
@@ -74,7 +77,7 @@ impl proto::PoolList<Span> for Central {
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.count()
     }
 }
 
@@ -111,7 +114,6 @@ pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = {
     let mut pools = [const {
         SpinLock::new(Central {
             list: SpanList::new(),
-            len: 0,
             class: 0,
         })
     }; SPAN_CLASSES];
@@ -119,7 +121,6 @@ pub(super) static CENTRAL: [SpinLock<Central>; SPAN_CLASSES] = {
     while c < SPAN_CLASSES {
         pools[c] = SpinLock::new(Central {
             list: SpanList::new(),
-            len: 0,
             class: c,
         });
         c += 1;
@@ -192,5 +193,5 @@ pub(super) fn sweep_after_frees(class: usize) {
 
 /// Spans in the central pool of each class.
 pub(crate) fn central_lens() -> [usize; SPAN_CLASSES] {
-    core::array::from_fn(|c| CENTRAL[c].lock().len)
+    core::array::from_fn(|c| CENTRAL[c].lock().count())
 }

@@ -11,8 +11,7 @@ use super::slow::{alloc_from, free_other, free_to_parked};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
-use crate::size_class::PAGE_SIZE;
-use crate::span::{span_block_size, span_pages, Span, OWNER_FULL};
+use crate::span::{span_blocks, Span, OWNER_FULL};
 use crate::stats;
 
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
@@ -80,8 +79,7 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
 fn note_pooled_free(h: &Heap, class: usize) {
     // SAFETY: a span's class is below `SPAN_CLASSES`.
     let n = unsafe { h.pooled_frees.get_unchecked(class) };
-    let blocks = span_pages(class) * PAGE_SIZE / span_block_size(class);
-    if n.get() as usize + 1 < blocks {
+    if n.get() as usize + 1 < span_blocks(class) {
         n.set(n.get() + 1);
     } else {
         n.set(0);

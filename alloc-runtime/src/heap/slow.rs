@@ -13,7 +13,7 @@ use crate::chunk;
 use crate::remote;
 use crate::span::STATE_SMALL;
 use crate::span::{
-    empty_span, span_block_size, span_pages, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
+    empty_span, span_block_size, span_blocks, span_pages, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
 };
 use crate::stats;
 
@@ -307,7 +307,7 @@ static WAKE_AT_USED: [u32; SPAN_CLASSES] = {
     let mut t = [0u32; SPAN_CLASSES];
     let mut c = 1;
     while c < SPAN_CLASSES {
-        let blocks = span_pages(c) * crate::size_class::PAGE_SIZE / span_block_size(c);
+        let blocks = span_blocks(c);
         let wake = if blocks / 4 < WAKE_BLOCKS_MAX {
             blocks / 4
         } else {
