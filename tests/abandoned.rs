@@ -94,8 +94,8 @@ fn emptied_pooled_spans_go_back_as_the_program_allocates() {
         "{after_frees} of {pooled} emptied pooled spans left after their frees"
     );
     // Another class, on a thread of its own that stays alive (its spans are not pooled) until
-    // the count is read: 1,024 spans' worth of fresh pages (64-byte blocks, 128 to an 8 KiB
-    // span), each fresh span sweeping a few pooled ones.
+    // the count is read: 8 MiB of fresh pages in 64-byte blocks (128 spans of 64 KiB), each
+    // fresh span sweeping a few pooled ones.
     let (done, wait) = (mpsc::channel(), mpsc::channel::<()>());
     let other = std::thread::spawn(move || {
         let v: Vec<_> = (0..1024 * 128).map(|i| Box::new([i as u8; 64])).collect();

@@ -15,7 +15,7 @@
 //! Memory flows one way: OS → page heap → central pools → thread heaps → routines → entry points.
 //!
 //! - **Size classes**: Go's 67 classes from 8 B to 32 KiB on 8 KiB pages, as a `const` table with
-//!   a `const fn` lookup ([`size_class`]).
+//!   a `const fn` lookup ([`size_class`]); spans are Go's scaled to at least 64 KiB.
 //! - **Chunks**: 4 MiB mappings aligned to 4 MiB. Masking a pointer finds its chunk header, whose
 //!   page map gives the span: O(1), no lock.
 //! - **Thread heaps**: each thread allocates from its own current span per class, with no atomic
