@@ -499,6 +499,10 @@ impl Collected {
 /// exited threads whose blocks have all been freed go back to the page heap, every free page of the page heap still resident is released with
 /// `madvise(MADV_DONTNEED)`, and the free runs of freed huge objects are unmapped.
 ///
+/// The calling thread's frees into other threads' spans, which it hands over a batch at a time,
+/// are handed over first (a thread's exit hands them over too): a few kilobytes per thread at
+/// most.
+///
 /// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
 /// thread that should trim its own). Live objects are never moved or touched. The cost is a scan
 /// of the thread's partial spans and of the page heap's bitmaps under its lock, plus the system

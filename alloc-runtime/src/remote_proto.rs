@@ -93,15 +93,26 @@ pub trait DeliveryGate {
 /// As for [`free_remote`].
 #[inline(always)]
 pub unsafe fn try_push(remote: &AtomicUsize, block: usize) -> bool {
+    // SAFETY: forwarded; a single block is a chain from itself to itself.
+    unsafe { try_push_chain(remote, block, block) }
+}
+
+/// [`try_push`] for a chain of blocks the caller linked from `head` to `tail` (with
+/// [`set_link`]; `tail`'s link is written here): all of them published in one step.
+///
+/// # Safety
+/// As for [`free_remote_chain`].
+#[inline(always)]
+pub unsafe fn try_push_chain(remote: &AtomicUsize, head: usize, tail: usize) -> bool {
     let old = remote.load(Ordering::Relaxed);
     if old & STATE_MASK == NOTIFY {
         return false;
     }
-    // SAFETY: the caller owns `block` until the CAS below publishes it; the list's blocks are in
-    // the span's chunk.
-    unsafe { set_link(block, old & !STATE_MASK) };
+    // SAFETY: the caller owns the chain until the CAS below publishes it; the list's blocks are
+    // in the span's chunk.
+    unsafe { set_link(tail, old & !STATE_MASK) };
     remote
-        .compare_exchange_weak(old, block | (old & STATE_MASK), Ordering::Release, Ordering::Relaxed)
+        .compare_exchange_weak(old, head | (old & STATE_MASK), Ordering::Release, Ordering::Relaxed)
         .is_ok()
 }
 
@@ -131,23 +142,44 @@ pub unsafe fn free_remote(
     gate: &impl DeliveryGate,
     deliver: impl FnOnce(usize),
 ) -> Pushed {
+    // SAFETY: forwarded; a single block is a chain from itself to itself.
+    unsafe { free_remote_chain(remote, owner, block, block, gate, deliver) }
+}
+
+/// [`free_remote`] for a chain of blocks of one span, linked from `head` to `tail` by the
+/// caller (with [`set_link`]; `tail`'s link is written here): a freeing thread that batches its
+/// frees into a span publishes them in one step, and they count as one free for the
+/// notification (the owner hears about the span once).
+///
+/// # Safety
+/// Every block of the chain is a block of the span, freed exactly once, that nothing else
+/// references; the span stays allocated until they have been collected; the heap named by the
+/// owner word stays valid while the span is NOTIFYING.
+pub unsafe fn free_remote_chain(
+    remote: &AtomicUsize,
+    owner: &AtomicUsize,
+    head: usize,
+    tail: usize,
+    gate: &impl DeliveryGate,
+    deliver: impl FnOnce(usize),
+) -> Pushed {
     // SAFETY: forwarded from our caller.
-    if unsafe { try_push(remote, block) } {
+    if unsafe { try_push_chain(remote, head, tail) } {
         return Pushed::ToSpan;
     }
     let mut old = remote.load(Ordering::Relaxed);
     loop {
         let state = old & STATE_MASK;
-        // SAFETY: the caller owns `block` until the CAS below publishes it; the list's blocks
+        // SAFETY: the caller owns the chain until the CAS below publishes it; the list's blocks
         // are in the span's chunk.
-        unsafe { set_link(block, old & !STATE_MASK) };
+        unsafe { set_link(tail, old & !STATE_MASK) };
         if state == NOTIFY {
             gate.enter();
             // Push and claim the notification in one step. Acquire: the owner word written
             // before the owner's `arm`.
             match remote.compare_exchange_weak(
                 old,
-                block | NOTIFYING,
+                head | NOTIFYING,
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
@@ -160,7 +192,7 @@ pub unsafe fn free_remote(
         } else {
             match remote.compare_exchange_weak(
                 old,
-                block | state,
+                head | state,
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {

@@ -104,10 +104,22 @@ impl proto::DeliveryGate for Gate {
 
 /// A remote free of block `b` into `span` (`heap::slow::free_slow`'s remote branch).
 fn free(span: &Span, b: usize) -> Pushed {
-    // SAFETY: `b` is an arena block freed once; heap addresses in owner words are live `Heap`s
-    // (the `Arc`s outlive the threads).
+    free_batch(span, &[b])
+}
+
+/// Remote frees of `blocks` into `span` gathered in a freeing thread's outbox and published in
+/// one step (`heap::slow::free_batched` and `publish`): linked from the last freed to the
+/// first, as the outbox links them.
+fn free_batch(span: &Span, blocks: &[usize]) -> Pushed {
+    for w in blocks.windows(2) {
+        // SAFETY: arena blocks this thread freed and owns until the push publishes them.
+        unsafe { proto::set_link(w[1], w[0]) };
+    }
+    let (head, tail) = (blocks[blocks.len() - 1], blocks[0]);
+    // SAFETY: arena blocks freed once; heap addresses in owner words are live `Heap`s (the
+    // `Arc`s outlive the threads).
     unsafe {
-        proto::free_remote(&span.remote, &span.owner, b, &Gate, |h| {
+        proto::free_remote_chain(&span.remote, &span.owner, head, tail, &Gate, |h| {
             let heap = &*(h as *const Heap);
             proto::push_delayed(
                 &heap.delayed,
@@ -514,5 +526,55 @@ fn armed_request_outlives_unpark() {
         assert_released(&o, &span);
         assert_eq!(o.got, vec![b]);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
+    });
+}
+
+/// A batch of two blocks (a freeing thread's outbox) is published in one step while the owner,
+/// which parked the span full, exits, and a single free races both; then a new owner adopts the
+/// span. Every block arrives once, the batch's two together, and nothing is delivered to the old
+/// owner after its last drain.
+#[test]
+fn batch_races_owner_exit_and_adoption() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let heap = new_heap();
+        let span = Span::new(&heap);
+        let mut o = Owner::new(heap.clone(), span.clone(), 3);
+        o.park_full();
+        let (b1, b2, b3) = (block(41), block(42), block(43));
+        let s1 = span.clone();
+        let t1 = loom::thread::spawn(move || free_batch(&s1, &[b1, b2]));
+        let s2 = span.clone();
+        let t2 = loom::thread::spawn(move || free(&s2, b3));
+
+        o.abandon();
+        let delivered_before_exit = o.taken;
+        let batch_seen_by_old = o.got.contains(&b1);
+        assert_eq!(o.got.contains(&b2), batch_seen_by_old, "half a batch");
+
+        let heap2 = new_heap();
+        let mut n = Owner::new(heap2.clone(), span.clone(), o.used);
+        n.got = std::mem::take(&mut o.got);
+        span.owner.store(n.addr(), Ordering::Relaxed);
+        let p1 = t1.join().unwrap();
+        let p2 = t2.join().unwrap();
+        assert_eq!(
+            heap.delayed.load(Ordering::Relaxed),
+            0,
+            "late delivery to an exited heap"
+        );
+        n.process_delayed(false);
+        n.collect();
+        let mut got = n.got.clone();
+        got.sort();
+        assert_eq!(got, vec![b1, b2, b3]);
+        assert_eq!(n.used, 0);
+        let to_old = [p1, p2]
+            .iter()
+            .filter(|p| **p == Pushed::Delivered(Arc::as_ptr(&heap) as usize))
+            .count() as u32;
+        assert_eq!(to_old, delivered_before_exit);
+        assert_no_delivery_pending(&span);
     });
 }

@@ -8,7 +8,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
-use super::slow::{alloc_from, process_delayed};
+use super::slow::{alloc_from, process_delayed, publish_outboxes};
 use super::{empty_heap, tls, Heap};
 use crate::lock::SpinLock;
 use crate::os;
@@ -299,6 +299,9 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     if h.is_null() {
         return;
     }
+    // First, while the heap is still this thread's: the frees it gathered for other spans.
+    // SAFETY: `h` is this thread's live heap.
+    publish_outboxes(unsafe { &*h });
     let locals = tls::locals();
     locals.exited.set(true);
     if locals.heap.get() == h {

@@ -7,7 +7,7 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
-use super::slow::{alloc_from, free_other, free_to_parked};
+use super::slow::{alloc_from, free_batched, free_other, free_to_parked};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
@@ -38,8 +38,9 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,
 /// a span of another heap (a remote free), or a span in a central pool.
 ///
-/// The remote free of the common case (nobody waits for a notification) is a load and a CAS,
-/// with no call and no stack frame; the rest is out of line.
+/// A free into a span another thread owns goes into this thread's outbox for the span (no
+/// atomic; one CAS per batch, see `slow::free_batched`); into a pooled span, or from a thread
+/// without a heap, it is pushed at once.
 ///
 /// # Safety
 /// `p` is a live block of `span`.
@@ -56,12 +57,21 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
     // Read before the push: once the block is published, the owner may collect it, empty the
     // span and release it, and the descriptor may be set up again for another class.
     let class = span.class.get() as usize;
-    // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
-    // collected (it holds a live block until then), whether an owner or a pool's sweep
-    // collects it.
-    if !unsafe { remote::try_push(&span.remote, p as usize) } {
-        // SAFETY: forwarded.
-        unsafe { free_other(span, p) };
+    if heap != empty_heap() && owner != 0 {
+        // Batched: a span another thread owns. A pooled span has no owner that keeps writing
+        // its remote word, and its sweeps should find its blocks back as soon as they are
+        // freed, so those frees are pushed at once.
+        // SAFETY: `heap` is this thread's live heap; `p` a live block of `span`, freed once.
+        unsafe { free_batched(&*heap, span, p) };
+    } else {
+        // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
+        // is collected (it holds a live block until then), whether an owner or a pool's sweep
+        // collects it.
+        let pushed = unsafe { remote::try_push(&span.remote, p as usize) };
+        if !pushed {
+            // SAFETY: forwarded.
+            unsafe { free_other(span, p) };
+        }
     }
     let counted = count_remote(heap, class);
     if owner == 0 && !counted.is_null() {

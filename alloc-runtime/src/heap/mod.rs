@@ -96,6 +96,9 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
+    /// Frees into spans this heap does not own, gathered per span and published a batch at a
+    /// time (see `slow::free_batched`).
+    outboxes: [Outbox; OUTBOXES],
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
@@ -126,6 +129,14 @@ impl Heap {
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
+            outboxes: [const {
+                Outbox {
+                    span: Cell::new(ptr::null()),
+                    head: Cell::new(0),
+                    tail: Cell::new(0),
+                    room: Cell::new(0),
+                }
+            }; OUTBOXES],
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
@@ -146,6 +157,24 @@ impl Heap {
     fn addr(&self) -> usize {
         self as *const Heap as usize
     }
+}
+
+/// Outboxes per heap: frees into this many other spans at once are batched.
+const OUTBOXES: usize = 4;
+
+/// A thread's frees into one span it does not own, not yet published: a chain of blocks linked
+/// through their remote links (`remote::set_link`) from `head` to `tail`, which one CAS pushes
+/// on the span's remote list. Until then the blocks count as used in their span, so the span
+/// stays allocated, and its descriptor in this life, while an outbox names it.
+struct Outbox {
+    /// The span, or null when the outbox is empty.
+    span: Cell<*const Span>,
+    /// The block freed last.
+    head: Cell<usize>,
+    /// The block freed first.
+    tail: Cell<usize>,
+    /// Blocks the outbox still takes before it publishes them.
+    room: Cell<u32>,
 }
 
 /// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.

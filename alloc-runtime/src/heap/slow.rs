@@ -8,7 +8,7 @@ use core::sync::atomic::Ordering;
 
 use super::owned::{clear_block, collect_remote, release_span};
 use super::tls::current_heap;
-use super::{central, empty_heap, inc, Heap, EMPTY_KEEP};
+use super::{central, empty_heap, inc, Heap, Outbox, EMPTY_KEEP, OUTBOXES};
 use crate::chunk;
 use crate::remote;
 use crate::span::STATE_SMALL;
@@ -328,13 +328,23 @@ static WAKE_AT_USED: [u32; SPAN_CLASSES] = {
 #[cold]
 #[inline(never)]
 pub(super) unsafe fn free_other(span: &Span, p: *mut u8) {
-    // SAFETY: `p` is a live block of `span`, freed once; a heap is never freed, and its owner
+    // SAFETY: forwarded; one block is a chain from itself to itself.
+    unsafe { free_other_chain(span, p as usize, p as usize) }
+}
+
+/// [`free_other`] for a chain of freed blocks of `span`, linked from `head` to `tail`.
+///
+/// # Safety
+/// Every block of the chain is a live block of `span`, freed once, that nothing else references.
+unsafe fn free_other_chain(span: &Span, head: usize, tail: usize) {
+    // SAFETY: the chain's blocks are `span`'s, freed once; a heap is never freed, and its owner
     // does not abandon the span while it is NOTIFYING.
     unsafe {
-        remote::free_remote(
+        remote::free_remote_chain(
             &span.remote,
             &span.owner,
-            p as usize,
+            head,
+            tail,
             &remote::Deliveries,
             |hp| {
                 #[cfg(feature = "test-hooks")]
@@ -350,6 +360,90 @@ pub(super) unsafe fn free_other(span: &Span, p: *mut u8) {
     }
 }
 
+/// Bytes of blocks one outbox gathers before it publishes them (at most [`OUTBOX_BLOCKS`]
+/// blocks): what a thread's frees into others' spans can hold back is four times this.
+const OUTBOX_BYTES: usize = 8 << 10;
+/// Most blocks one outbox gathers.
+const OUTBOX_BLOCKS: usize = 64;
+
+/// The outbox of `h` that `span` maps to.
+#[inline(always)]
+fn outbox_of<'h>(h: &'h Heap, span: &Span) -> &'h Outbox {
+    // Descriptors are 128 bytes apart, and spans of one class a fixed number of pages apart:
+    // a multiplicative hash spreads them over the outboxes.
+    let key = (span as *const Span as usize >> 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let i = key >> (usize::BITS - OUTBOXES.trailing_zeros());
+    // SAFETY: the shift leaves log2(OUTBOXES) bits, and OUTBOXES is a power of two.
+    unsafe { h.outboxes.get_unchecked(i) }
+}
+
+/// Frees `p` into `span`, which `h` does not own (another thread's, or a pooled one), through
+/// `h`'s outbox for the span: consecutive frees into one span are published together, one CAS
+/// on its remote list for up to [`OUTBOX_BLOCKS`] blocks (snmalloc batches its remote frees the
+/// same way). A producer/consumer pair otherwise moves the span's remote word between the two
+/// cores on every free.
+///
+/// # Safety
+/// `h` is this thread's live heap; `p` is a live block of `span`, freed once.
+#[inline]
+pub(super) unsafe fn free_batched(h: &Heap, span: &Span, p: *mut u8) {
+    let ob = outbox_of(h, span);
+    if ptr::eq(ob.span.get(), span) {
+        // SAFETY: `p` is ours now, and the chain's head a block of the same span (chunk).
+        unsafe { remote::set_link(p as usize, ob.head.get()) };
+        ob.head.set(p as usize);
+        let room = ob.room.get() - 1;
+        ob.room.set(room);
+        if room == 0 {
+            // SAFETY: the outbox holds a chain of `span`'s freed blocks.
+            unsafe { publish(ob) };
+        }
+        return;
+    }
+    if !ob.span.get().is_null() {
+        // SAFETY: as above, for the span the outbox held.
+        unsafe { publish(ob) };
+    }
+    let limit = (OUTBOX_BYTES / span_block_size(span.class.get() as usize)).clamp(1, OUTBOX_BLOCKS);
+    ob.span.set(span);
+    ob.head.set(p as usize);
+    ob.tail.set(p as usize);
+    ob.room.set(limit as u32 - 1);
+    if limit == 1 {
+        // SAFETY: a chain of one block of `span`.
+        unsafe { publish(ob) };
+    }
+}
+
+/// Publishes the chain an outbox holds and empties it.
+///
+/// # Safety
+/// The outbox is not empty.
+#[inline(never)]
+unsafe fn publish(ob: &Outbox) {
+    // SAFETY: an outbox's span stays allocated while it holds blocks of it.
+    let span = unsafe { &*ob.span.get() };
+    ob.span.set(ptr::null());
+    let (head, tail) = (ob.head.get(), ob.tail.get());
+    // SAFETY: a chain of freed blocks of `span`, linked by `free_batched`, ours until published.
+    if !unsafe { remote::try_push_chain(&span.remote, head, tail) } {
+        // SAFETY: as above.
+        unsafe { free_other_chain(span, head, tail) };
+    }
+}
+
+/// Publishes every outbox of `h`: at thread exit, and when the thread collects.
+///
+/// `h` must be this thread's heap.
+pub(super) fn publish_outboxes(h: &Heap) {
+    for ob in &h.outboxes {
+        if !ob.span.get().is_null() {
+            // SAFETY: not empty.
+            unsafe { publish(ob) };
+        }
+    }
+}
+
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
 /// frees not yet collected) back to the page heap. Returns the bytes released.
 pub(crate) fn trim_thread() -> usize {
@@ -359,6 +453,7 @@ pub(crate) fn trim_thread() -> usize {
     }
     // SAFETY: this thread's live heap.
     let h = unsafe { &*heap };
+    publish_outboxes(h);
     process_delayed(h, false);
     let mut bytes = 0;
     for cc in &h.classes[1..] {
