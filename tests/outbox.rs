@@ -108,6 +108,6 @@ fn batches_are_handed_over<const SIZE: usize>(how: &'static str) {
 /// One test, so that nothing else in this binary allocates the classes while it counts spans.
 #[test]
 fn batched_frees_reach_the_owner() {
-    batches_are_handed_over::<2300>("collect"); // 28 blocks of 2,304 B to a span
-    batches_are_handed_over::<3400>("exit"); // 21 blocks of 3,456 B
+    batches_are_handed_over::<1100>("collect"); // 56 blocks of 1,152 B to a span
+    batches_are_handed_over::<850>("exit"); // 73 blocks of 896 B
 }

@@ -500,8 +500,7 @@ impl Collected {
 /// `madvise(MADV_DONTNEED)`, and the free runs of freed huge objects are unmapped.
 ///
 /// The calling thread's frees into other threads' spans, which it hands over a batch at a time,
-/// are handed over first (a thread's exit hands them over too): a few kilobytes per thread at
-/// most.
+/// are handed over first (a thread's exit hands them over too): at most 4 KiB per size class.
 ///
 /// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
 /// thread that should trim its own). Live objects are never moved or touched. The cost is a scan

@@ -62,7 +62,7 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
         // its remote word, and its sweeps should find its blocks back as soon as they are
         // freed, so those frees are pushed at once.
         // SAFETY: `heap` is this thread's live heap; `p` a live block of `span`, freed once.
-        unsafe { free_batched(&*heap, span, p) };
+        unsafe { free_batched(&*heap, span, class, p) };
     } else {
         // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
         // is collected (it holds a live block until then), whether an owner or a pool's sweep

@@ -96,9 +96,9 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
-    /// Frees into spans this heap does not own, gathered per span and published a batch at a
+    /// Per class, frees into a span this heap does not own, gathered and published a batch at a
     /// time (see `slow::free_batched`).
-    outboxes: [Outbox; OUTBOXES],
+    outboxes: [Outbox; SPAN_CLASSES],
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
@@ -136,7 +136,7 @@ impl Heap {
                     tail: Cell::new(0),
                     room: Cell::new(0),
                 }
-            }; OUTBOXES],
+            }; SPAN_CLASSES],
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
@@ -158,9 +158,6 @@ impl Heap {
         self as *const Heap as usize
     }
 }
-
-/// Outboxes per heap: frees into this many other spans at once are batched.
-const OUTBOXES: usize = 4;
 
 /// A thread's frees into one span it does not own, not yet published: a chain of blocks linked
 /// through their remote links (`remote::set_link`) from `head` to `tail`, which one CAS pushes

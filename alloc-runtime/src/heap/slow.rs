@@ -8,7 +8,7 @@ use core::sync::atomic::Ordering;
 
 use super::owned::{clear_block, collect_remote, release_span};
 use super::tls::current_heap;
-use super::{central, empty_heap, inc, Heap, Outbox, EMPTY_KEEP, OUTBOXES};
+use super::{central, empty_heap, inc, Heap, Outbox, EMPTY_KEEP};
 use crate::chunk;
 use crate::remote;
 use crate::span::STATE_SMALL;
@@ -361,33 +361,24 @@ unsafe fn free_other_chain(span: &Span, head: usize, tail: usize) {
 }
 
 /// Bytes of blocks one outbox gathers before it publishes them (at most [`OUTBOX_BLOCKS`]
-/// blocks): what a thread's frees into others' spans can hold back is four times this.
-const OUTBOX_BYTES: usize = 8 << 10;
+/// blocks; a block this large or larger is published at once).
+const OUTBOX_BYTES: usize = 4 << 10;
 /// Most blocks one outbox gathers.
 const OUTBOX_BLOCKS: usize = 64;
 
-/// The outbox of `h` that `span` maps to.
-#[inline(always)]
-fn outbox_of<'h>(h: &'h Heap, span: &Span) -> &'h Outbox {
-    // Descriptors are 128 bytes apart, and spans of one class a fixed number of pages apart:
-    // a multiplicative hash spreads them over the outboxes.
-    let key = (span as *const Span as usize >> 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let i = key >> (usize::BITS - OUTBOXES.trailing_zeros());
-    // SAFETY: the shift leaves log2(OUTBOXES) bits, and OUTBOXES is a power of two.
-    unsafe { h.outboxes.get_unchecked(i) }
-}
-
-/// Frees `p` into `span`, which `h` does not own (another thread's, or a pooled one), through
-/// `h`'s outbox for the span: consecutive frees into one span are published together, one CAS
-/// on its remote list for up to [`OUTBOX_BLOCKS`] blocks (snmalloc batches its remote frees the
-/// same way). A producer/consumer pair otherwise moves the span's remote word between the two
-/// cores on every free.
+/// Frees `p`, a block of `class`, into `span`, which `h` does not own (another thread's),
+/// through `h`'s outbox for the class: consecutive frees into one span are published together,
+/// one CAS on its remote list for up to [`OUTBOX_BLOCKS`] blocks (snmalloc batches its remote
+/// frees the same way). A producer/consumer pair otherwise moves the span's remote word between
+/// the two cores on every free. One outbox per class: a producer allocates each class from one
+/// span at a time, so a consumer's frees of a class come in runs of one span.
 ///
 /// # Safety
 /// `h` is this thread's live heap; `p` is a live block of `span`, freed once.
 #[inline]
-pub(super) unsafe fn free_batched(h: &Heap, span: &Span, p: *mut u8) {
-    let ob = outbox_of(h, span);
+pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let ob = unsafe { h.outboxes.get_unchecked(class) };
     if ptr::eq(ob.span.get(), span) {
         // SAFETY: `p` is ours now, and the chain's head a block of the same span (chunk).
         unsafe { remote::set_link(p as usize, ob.head.get()) };
@@ -404,7 +395,7 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, p: *mut u8) {
         // SAFETY: as above, for the span the outbox held.
         unsafe { publish(ob) };
     }
-    let limit = (OUTBOX_BYTES / span_block_size(span.class.get() as usize)).clamp(1, OUTBOX_BLOCKS);
+    let limit = (OUTBOX_BYTES / span_block_size(class)).clamp(1, OUTBOX_BLOCKS);
     ob.span.set(span);
     ob.head.set(p as usize);
     ob.tail.set(p as usize);
