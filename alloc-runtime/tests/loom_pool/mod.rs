@@ -436,10 +436,11 @@ impl World {
     }
 
     /// `heap::miss::free_slow` by a thread that does not own the span, of block `b` of
-    /// descriptor `d`, live in life `life`: the class is read before the push (after it, the span may be collected, released and set up again), then the block
-    /// goes on the remote list without a lock. With `then_sweep`, the freeing thread's share of
-    /// the sweeping follows (`central::sweep_after_frees` of the class read: a sweep if the
-    /// pool's lock is free), whether or not the span was pooled.
+    /// descriptor `d`, live in life `life`: the class is read before the push (after it, the
+    /// span may be collected, released and set up again), then the block goes on the remote
+    /// list without a lock. With `then_sweep`, the freeing thread's share of the sweeping
+    /// follows (`central::sweep_after_frees` of the class read: a sweep if the pool's lock is
+    /// free), whether or not the span was pooled.
     pub fn free_foreign(&self, d: usize, b: usize, life: usize, then_sweep: bool) {
         let desc = &self.descs[d];
         desc.check(life, "free");
