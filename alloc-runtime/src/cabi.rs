@@ -230,17 +230,13 @@ unsafe fn kind_of<'a>(p: *mut u8) -> Kind<'a> {
     }
 }
 
-/// Checked mode: validates a free of a chunk-backed block (double frees abort).
+/// Checked mode: validates a free (foreign pointers, double frees and interior pointers abort
+/// with the checked mode's report) before [`free`] reads anything through `p`: its span only
+/// once `p` is known to be in one of our chunks, a huge object's header only once its page is
+/// known to be mapped.
 #[cfg(feature = "checked")]
-fn check_free(p: *mut u8, kind: &Kind<'_>) {
-    use crate::checked::{on_free, Kind as K};
-    let k = match kind {
-        Kind::Small(s) if s.class.get() as usize == TINY_CLASS => K::Tiny,
-        Kind::Small(s) => K::Small(s.class.get() as usize),
-        Kind::Medium(s) => K::Medium(s.npages.get() as usize),
-        Kind::Huge => return,
-    };
-    on_free(p, 0, 0, k);
+fn check_free(p: *mut u8) {
+    crate::checked::on_c_free(p, || large::huge_is_live(p));
 }
 
 /// `free(p)`: frees a block; null does nothing.
@@ -254,9 +250,8 @@ pub unsafe fn free(p: *mut u8) {
     if p.is_null() {
         return;
     }
-    // SAFETY: the caller's guarantee.
     #[cfg(feature = "checked")]
-    check_free(p, &unsafe { kind_of(p) });
+    check_free(p);
     // `kind_of`, with the common case tested first: a class of 8 bytes or more.
     if (p as usize).is_multiple_of(CHUNK_SIZE) {
         // SAFETY: a huge object (module docs), freed once.

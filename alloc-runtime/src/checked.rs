@@ -3,7 +3,8 @@
 //!
 //! - **Foreign pointer**: a small, tiny or medium free must point into one of our chunks (a
 //!   bitmap of every 4 MiB chunk of the address space), a huge free at a mapped page holding a
-//!   live huge header.
+//!   live huge header. The C `free` (no `Layout`) tells them apart by the address alone and
+//!   reads nothing through it (span, header) before these checks pass.
 //! - **Double free**: each chunk has a side bitmap with one bit per byte, set at the first byte
 //!   of every live object; a free whose bit is clear frees something that is not a live object
 //!   (freed before, or never handed out, or an interior pointer).
@@ -20,6 +21,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::side::is_chunk;
 use crate::size_class::CHUNK_SIZE;
+use crate::span::Span;
 
 /// The word and bit of `p` in its chunk's side bitmap.
 fn side_bit(p: usize) -> (&'static AtomicU64, u64) {
@@ -51,8 +53,9 @@ pub(crate) enum Kind {
     Medium(usize),
 }
 
-/// Checks a free of a chunk-backed block and clears its live bit; aborts on misuse.
-pub(crate) fn on_free(p: *mut u8, size: usize, align: usize, kind: Kind) {
+/// The span holding `p`, which must be in one of our chunks, in a page that holds a span;
+/// aborts otherwise. Nothing is read through `p` before it is known to be in a chunk.
+fn chunk_span(p: *mut u8, size: usize, align: usize) -> &'static Span {
     let a = p as usize;
     if !is_chunk(a) {
         fault(
@@ -73,8 +76,15 @@ pub(crate) fn on_free(p: *mut u8, size: usize, align: usize, kind: Kind) {
             align,
         );
     }
-    // SAFETY: a non-null page-map entry is a live descriptor.
-    let s = unsafe { &*span };
+    // SAFETY: a non-null page-map entry is a live descriptor (descriptors live in chunk
+    // headers, which are never unmapped).
+    unsafe { &*span }
+}
+
+/// Checks a free of a chunk-backed block and clears its live bit; aborts on misuse.
+pub(crate) fn on_free(p: *mut u8, size: usize, align: usize, kind: Kind) {
+    let a = p as usize;
+    let s = chunk_span(p, size, align);
     let ok = match kind {
         Kind::Tiny => s.class.get() as usize == crate::span::TINY_CLASS,
         Kind::Small(c) => s.class.get() as usize == c,
@@ -103,6 +113,26 @@ pub(crate) fn on_free(p: *mut u8, size: usize, align: usize, kind: Kind) {
     }
 }
 
+/// Checks a C `free` of `p` (not null; no `Layout`: the block's kind comes from its span, read
+/// only once `p` is known to be in one of our chunks) and clears its live bit; aborts on
+/// misuse. A pointer at a chunk boundary must be a live huge object (`huge_live` reads its
+/// header, once that page is known to be mapped).
+pub(crate) fn on_c_free(p: *mut u8, huge_live: impl FnOnce() -> bool) {
+    let a = p as usize;
+    if a.is_multiple_of(CHUNK_SIZE) {
+        check_huge_live(p, 0, 0, huge_live);
+        return;
+    }
+    let s = chunk_span(p, 0, 0);
+    let kind = match s.class.get() as usize {
+        // A medium object's span has class 0, a size class's never.
+        0 => Kind::Medium(s.npages.get() as usize),
+        crate::span::TINY_CLASS => Kind::Tiny,
+        class => Kind::Small(class),
+    };
+    on_free(p, 0, 0, kind);
+}
+
 /// Checks that `p` is a live chunk-backed block (for `realloc` in place).
 pub(crate) fn check_live(p: *mut u8, size: usize, align: usize, kind: Kind) {
     on_free(p, size, align, kind);
@@ -118,6 +148,25 @@ pub(crate) fn check_huge(
     magic_ok: impl FnOnce() -> bool,
     layout: impl FnOnce() -> (usize, usize),
 ) {
+    check_huge_live(p, size, align, magic_ok);
+    let a = p as usize;
+    let (have_size, have_align) = layout();
+    let pages = |n: usize| n.max(1).div_ceil(crate::os::OS_PAGE);
+    let page_align = |n: usize| n.max(crate::os::OS_PAGE);
+    if pages(size) != pages(have_size) || page_align(align) != page_align(have_align) {
+        fault_with(
+            "free of a huge object with a Layout whose size or alignment disagrees with the object's",
+            a,
+            size,
+            align,
+            Some((have_size, have_align)),
+        );
+    }
+}
+
+/// The liveness half of [`check_huge`]: `p` is page-aligned, outside our chunks, and its
+/// header page is mapped and carries the live magic (`magic_ok`, called only then).
+fn check_huge_live(p: *mut u8, size: usize, align: usize, magic_ok: impl FnOnce() -> bool) {
     let a = p as usize;
     let hdr = a.wrapping_sub(crate::os::OS_PAGE);
     if !a.is_multiple_of(crate::os::OS_PAGE) || is_chunk(a) {
@@ -134,18 +183,6 @@ pub(crate) fn check_huge(
             a,
             size,
             align,
-        );
-    }
-    let (have_size, have_align) = layout();
-    let pages = |n: usize| n.max(1).div_ceil(crate::os::OS_PAGE);
-    let page_align = |n: usize| n.max(crate::os::OS_PAGE);
-    if pages(size) != pages(have_size) || page_align(align) != page_align(have_align) {
-        fault_with(
-            "free of a huge object with a Layout whose size or alignment disagrees with the object's",
-            a,
-            size,
-            align,
-            Some((have_size, have_align)),
         );
     }
 }
