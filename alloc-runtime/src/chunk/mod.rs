@@ -190,33 +190,41 @@ fn find_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize
     if align > 1 {
         return find_aligned_run(c, n, dirty_only, align);
     }
-    let mut run = 0;
-    let mut start = 0;
-    let mut i = HEADER_PAGES;
-    while i < PAGES_PER_CHUNK {
-        let mut w = c.free_bits[i / 64].get();
+    first_run(n, |w| {
+        let free = c.free_bits[w].get();
         if dirty_only {
-            w &= c.dirty_bits[i / 64].get();
-        }
-        let w = w >> (i % 64);
-        if w == 0 {
-            // The rest of this word is in use.
-            run = 0;
-            i = (i / 64 + 1) * 64;
-            continue;
-        }
-        if w & 1 == 1 {
-            if run == 0 {
-                start = i;
-            }
-            run += 1;
-            if run == n {
-                return Some(start);
-            }
+            free & c.dirty_bits[w].get()
         } else {
-            run = 0;
+            free
         }
-        i += 1;
+    })
+}
+
+/// First run of `n` pages past the header whose bits are set in `usable(word)` (bitmap word
+/// `word`, bit `k` for page `word * 64 + k`).
+#[inline]
+fn first_run(n: usize, usable: impl Fn(usize) -> u64) -> Option<usize> {
+    // A word at a time: the usable pages from `i` to the end of its word, then the unusable
+    // ones after them. A fragmented chunk took a loop turn per page (C `churn`: a tenth of
+    // its time in here).
+    let mut i = HEADER_PAGES;
+    // Where the run of usable pages that reaches `i` starts (`i` itself: no such run).
+    let mut start = i;
+    while i < PAGES_PER_CHUNK {
+        let off = i % 64;
+        let left = 64 - off;
+        let w = usable(i / 64) >> off;
+        let ones = (w.trailing_ones() as usize).min(left);
+        i += ones;
+        if i - start >= n {
+            return Some(start);
+        }
+        if ones < left {
+            // Page `i` is not usable: past it and the unusable pages after it in this word.
+            let zeros = ((w >> ones).trailing_zeros() as usize).min(left - ones);
+            i += zeros;
+            start = i;
+        }
     }
     None
 }
@@ -520,4 +528,46 @@ pub(crate) fn side_of(p: usize) -> usize {
     // SAFETY: the caller checked that `p` is in one of our chunks, whose header is mapped; the
     // field was written before the chunk was registered.
     unsafe { (*chunk).side.get() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_run, HEADER_PAGES, PAGES_PER_CHUNK};
+
+    /// The plain page-by-page search that [`first_run`] must agree with.
+    fn by_page(n: usize, bits: &[u64]) -> Option<usize> {
+        let usable = |i: usize| (bits[i / 64] >> (i % 64)) & 1 == 1;
+        (HEADER_PAGES..=PAGES_PER_CHUNK - n).find(|&s| (s..s + n).all(usable))
+    }
+
+    #[test]
+    fn first_run_agrees_with_a_page_by_page_search() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            // Sparse to dense bitmaps, with whole words free or in use.
+            let kind = rnd() % 4;
+            let bits: [u64; PAGES_PER_CHUNK / 64] = core::array::from_fn(|_| match rnd() % 12 {
+                0 | 1 => !0,
+                2 => 0,
+                _ => match kind {
+                    0 => rnd() & rnd(),
+                    1 => rnd(),
+                    2 => rnd() | rnd(),
+                    _ => !(rnd() & rnd() & rnd()),
+                },
+            });
+            let n = 1 + (rnd() % 80) as usize;
+            assert_eq!(
+                first_run(n, |w| bits[w]),
+                by_page(n, &bits),
+                "n {n}: {bits:x?}"
+            );
+        }
+    }
 }
