@@ -1,6 +1,7 @@
 //! A thread's frees into spans another thread owns are gathered per span and handed over a batch
 //! at a time (one atomic push for several blocks). What a batch still holds is handed over when
-//! the freeing thread calls `collect()` or exits, so the owner gets every block back.
+//! the freeing thread calls `collect()`, refills the class, or exits, so the owner gets every
+//! block back; and a batch follows its span when the owner exits and the span is pooled.
 
 use std::sync::mpsc;
 use std::thread;
@@ -15,15 +16,25 @@ fn spans(size: usize) -> usize {
     specalloc::stats().classes[class_of(size, 1)].spans
 }
 
+/// How the freeing thread hands its batch over.
+#[derive(Clone, Copy, PartialEq)]
+enum Handover {
+    /// Its own `collect()`.
+    Collect,
+    /// An allocation of the class: its first, so a refill.
+    Refill,
+    /// Its exit.
+    Exit,
+}
+
 /// An owner thread fills one span of `SIZE`-byte blocks and starts a second; a freeing thread
-/// frees every block of the first span and then hands its batches over by `how` (its
-/// `collect()`, or its exit). Before that, the first span still has a block out and stays;
-/// after it, the owner's `collect()` gives the emptied span back. Counts are taken against the
-/// spans of the class in use before (other threads' spans, which nobody trims meanwhile).
+/// frees every block of the first span and then hands its batch over by `how`. Before that, the
+/// first span still has a block out and stays; after it, the owner's `collect()` gives the
+/// emptied span back. Counts are taken against the spans of the class in use before.
 ///
 /// `SIZE` is a size in a class this test binary hardly uses, whose span is not a whole number
 /// of batches, so the last frees of a span wait in a batch.
-fn batches_are_handed_over<const SIZE: usize>(how: &'static str) {
+fn batches_are_handed_over<const SIZE: usize>(how: Handover) {
     // Spans of exited threads whose blocks are all free go back first: a refill could adopt
     // one of them, which would change the count under the test.
     specalloc::collect();
@@ -70,12 +81,20 @@ fn batches_are_handed_over<const SIZE: usize>(how: &'static str) {
         first.clear();
         freed_tx.send(()).unwrap();
         go_rx.recv().unwrap();
-        if how == "collect" {
-            specalloc::collect();
-            freed_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
+        let mut refilled = None;
+        match how {
+            Handover::Collect => {
+                specalloc::collect();
+            }
+            Handover::Refill => {
+                refilled = Some(std::hint::black_box(Box::new([3u8; SIZE])));
+            }
+            Handover::Exit => return,
         }
+        freed_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
         assert_eq!(*mine, 1);
+        assert!(refilled.is_none_or(|b| b[SIZE - 1] == 3));
     });
     freed_rx.recv().unwrap();
     assert_eq!(
@@ -84,30 +103,82 @@ fn batches_are_handed_over<const SIZE: usize>(how: &'static str) {
         "the last frees of the span wait in the freeing thread's batch"
     );
     go_tx.send(()).unwrap();
-    if how == "collect" {
-        freed_rx.recv().unwrap();
-        assert_eq!(
-            owner_spans(),
-            1,
-            "the freeing thread's collect() handed its batch over"
-        );
-        go_tx.send(()).unwrap();
-        freer.join().unwrap();
-    } else {
+    if how == Handover::Exit {
         freer.join().unwrap();
         assert_eq!(
             owner_spans(),
             1,
             "the freeing thread's exit handed its batch over"
         );
+    } else {
+        freed_rx.recv().unwrap();
+        // After a refill the freeing thread has a span of the class of its own.
+        let own = usize::from(how == Handover::Refill);
+        assert_eq!(
+            owner_spans(),
+            1 + own,
+            "the freeing thread's collect() or refill handed its batch over"
+        );
+        go_tx.send(()).unwrap();
+        freer.join().unwrap();
     }
     drop(ask_owner);
     assert_eq!(owner.join().unwrap(), 7);
 }
 
+/// A freeing thread batches frees into a live owner's span; the owner exits, and the span goes
+/// to the central pool with blocks still in the batch; the freeing thread's later frees into the
+/// pooled span (pushed at once) take the batch with them, so the span empties and another
+/// thread's `collect()` gives it back while the freeing thread still lives.
+fn a_batch_follows_its_span_into_the_pool<const SIZE: usize>() {
+    specalloc::collect();
+    let base = spans(SIZE);
+    let n = class_objects(class_of(SIZE, 1));
+    let (blocks_tx, blocks_rx) = mpsc::channel();
+    let (exit_tx, exit_rx) = mpsc::channel::<()>();
+    let owner = thread::spawn(move || {
+        let first: Vec<Box<[u8; SIZE]>> = (0..n).map(|i| Box::new([i as u8; SIZE])).collect();
+        let second = std::hint::black_box(Box::new([9u8; SIZE]));
+        blocks_tx.send(first).unwrap();
+        exit_rx.recv().unwrap();
+        second
+    });
+    let first = blocks_rx.recv().unwrap();
+    let (step_tx, step_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let freer = thread::spawn(move || {
+        let mine = std::hint::black_box(Box::new(1u64));
+        let mut first = first;
+        let mut rest: Vec<_> = first.drain(n / 2..).collect();
+        first.clear(); // batched: the owner lives
+        step_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        rest.clear(); // pushed at once: the span is pooled
+        step_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        assert_eq!(*mine, 1);
+    });
+    step_rx.recv().unwrap();
+    exit_tx.send(()).unwrap();
+    let second = owner.join().unwrap();
+    go_tx.send(()).unwrap();
+    step_rx.recv().unwrap();
+    specalloc::collect();
+    assert_eq!(
+        spans(SIZE) - base,
+        1,
+        "the emptied pooled span went back (the other holds a live block)"
+    );
+    go_tx.send(()).unwrap();
+    freer.join().unwrap();
+    assert_eq!(second[SIZE - 1], 9);
+}
+
 /// One test, so that nothing else in this binary allocates the classes while it counts spans.
 #[test]
 fn batched_frees_reach_the_owner() {
-    batches_are_handed_over::<1100>("collect"); // 56 blocks of 1,152 B to a span
-    batches_are_handed_over::<850>("exit"); // 73 blocks of 896 B
+    batches_are_handed_over::<1100>(Handover::Collect); // 56 blocks of 1,152 B to a span
+    batches_are_handed_over::<850>(Handover::Exit); // 73 blocks of 896 B
+    batches_are_handed_over::<660>(Handover::Refill); // 93 blocks of 704 B
+    a_batch_follows_its_span_into_the_pool::<600>(); // 102 blocks of 640 B
 }

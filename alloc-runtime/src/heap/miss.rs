@@ -7,7 +7,7 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
-use super::slow::{alloc_from, free_batched, free_other, free_to_parked};
+use super::slow::{alloc_from, free_batched, free_now, free_other, free_to_parked};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
@@ -63,6 +63,9 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
         // freed, so those frees are pushed at once.
         // SAFETY: `heap` is this thread's live heap; `p` a live block of `span`, freed once.
         unsafe { free_batched(&*heap, span, class, p) };
+    } else if heap != empty_heap() {
+        // SAFETY: as above.
+        unsafe { free_now(&*heap, span, class, p) };
     } else {
         // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
         // is collected (it holds a live block until then), whether an owner or a pool's sweep

@@ -99,6 +99,8 @@ pub(crate) struct Heap {
     /// Per class, frees into a span this heap does not own, gathered and published a batch at a
     /// time (see `slow::free_batched`).
     outboxes: [Outbox; SPAN_CLASSES],
+    /// The last hand-over request (`slow::HANDOVER`) this heap answered.
+    handover_seen: Cell<usize>,
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
@@ -137,6 +139,7 @@ impl Heap {
                     room: Cell::new(0),
                 }
             }; SPAN_CLASSES],
+            handover_seen: Cell::new(0),
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),

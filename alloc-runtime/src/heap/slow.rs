@@ -4,7 +4,7 @@
 //! to the page heap.
 
 use core::ptr;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::owned::{clear_block, collect_remote, release_span};
 use super::tls::current_heap;
@@ -22,6 +22,7 @@ use crate::stats;
 /// `h` must be this thread's heap, or the shared fallback heap with its lock held: that is what
 /// "owning" `h`'s spans means below.
 pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    hand_over_on_refill(h, class);
     process_delayed(h, false);
     let Some(s) = refill(h, class) else {
         return ptr::null_mut();
@@ -395,6 +396,9 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
         // SAFETY: as above, for the span the outbox held.
         unsafe { publish(ob) };
     }
+    if HANDOVER.load(Ordering::Relaxed) != h.handover_seen.get() {
+        publish_outboxes(h);
+    }
     let limit = (OUTBOX_BYTES / span_block_size(class)).clamp(1, OUTBOX_BLOCKS);
     ob.span.set(span);
     ob.head.set(p as usize);
@@ -423,10 +427,64 @@ unsafe fn publish(ob: &Outbox) {
     }
 }
 
-/// Publishes every outbox of `h`: at thread exit, and when the thread collects.
+/// Frees `p`, a block of `class`, into `span` at once, from a thread with a heap: a pooled
+/// span's frees are not batched (its sweeps should find them), but if `h`'s outbox for the class
+/// still holds blocks of the span (gathered while another thread owned it), they go with it.
 ///
-/// `h` must be this thread's heap.
+/// # Safety
+/// `h` is this thread's live heap; `p` is a live block of `span`, freed once.
+pub(super) unsafe fn free_now(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let ob = unsafe { h.outboxes.get_unchecked(class) };
+    if ptr::eq(ob.span.get(), span) {
+        // SAFETY: as in `free_batched`; then the chain with `p` at its head goes out.
+        unsafe {
+            remote::set_link(p as usize, ob.head.get());
+            ob.head.set(p as usize);
+            publish(ob);
+        }
+    } else {
+        // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
+        // is collected.
+        let pushed = unsafe { remote::try_push(&span.remote, p as usize) };
+        if !pushed {
+            // SAFETY: forwarded.
+            unsafe { free_other(span, p) };
+        }
+    }
+}
+
+/// Bumped by `collect()` on any thread: every thread hands its batches over at its next refill
+/// or its next free that starts a batch (a thread that neither allocates nor frees keeps at
+/// most one span per class back until it does, or exits).
+static HANDOVER: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks every thread to hand its batches over (see [`HANDOVER`]).
+pub(super) fn request_handover() {
+    HANDOVER.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A refill of `class` first hands over the class's batch (a span of another thread that its
+/// own outbox keeps from being emptied and given back), and every batch if `collect()` asked.
+#[inline]
+fn hand_over_on_refill(h: &Heap, class: usize) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let ob = unsafe { h.outboxes.get_unchecked(class) };
+    if !ob.span.get().is_null() {
+        // SAFETY: not empty.
+        unsafe { publish(ob) };
+    }
+    if HANDOVER.load(Ordering::Relaxed) != h.handover_seen.get() {
+        publish_outboxes(h);
+    }
+}
+
+/// Publishes every outbox of `h`: at thread exit, when the thread collects, and when another
+/// thread's `collect()` asked.
+///
+/// `h` must be this thread's heap (or the fallback heap, whose outboxes stay empty).
 pub(super) fn publish_outboxes(h: &Heap) {
+    h.handover_seen.set(HANDOVER.load(Ordering::Relaxed));
     for ob in &h.outboxes {
         if !ob.span.get().is_null() {
             // SAFETY: not empty.
@@ -438,6 +496,7 @@ pub(super) fn publish_outboxes(h: &Heap) {
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
 /// frees not yet collected) back to the page heap. Returns the bytes released.
 pub(crate) fn trim_thread() -> usize {
+    request_handover();
     let heap = current_heap();
     if heap == empty_heap() {
         return 0;
