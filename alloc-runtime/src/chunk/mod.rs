@@ -12,7 +12,10 @@ use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+mod bits;
 mod decay;
+
+use bits::{all_clear, bit, clear_all, count_set, set_range};
 
 use decay::maintain;
 pub(crate) use decay::return_free_pages;
@@ -156,108 +159,18 @@ const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
 
 const MS: u64 = 1_000_000;
 
-#[inline]
-fn bit(words: &[Cell<u64>; WORDS], i: usize) -> bool {
-    words[i / 64].get() >> (i % 64) & 1 == 1
-}
-
-fn set_range(words: &[Cell<u64>; WORDS], start: usize, n: usize, value: bool) {
-    for i in start..start + n {
-        let w = &words[i / 64];
-        let m = 1u64 << (i % 64);
-        w.set(if value { w.get() | m } else { w.get() & !m });
-    }
-}
-
-fn all_clear(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> bool {
-    (start..start + n).all(|i| !bit(words, i))
-}
-
-fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
-    (start..start + n).filter(|&i| bit(words, i)).count()
-}
-
-fn clear_all(words: &[Cell<u64>; WORDS]) {
-    for w in words {
-        w.set(0);
-    }
-}
-
 /// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`) starting at a
-/// multiple of `align` pages (a power of two; chunks are aligned to their size, so the run's
-/// address is then a multiple of `align` pages too).
+/// multiple of `align` pages (see [`bits::find_run`]).
 fn find_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
-    if align > 1 {
-        return find_aligned_run(c, n, dirty_only, align);
-    }
-    let mut run = 0;
-    let mut start = 0;
-    let mut i = HEADER_PAGES;
-    while i < PAGES_PER_CHUNK {
-        let mut w = c.free_bits[i / 64].get();
+    let usable = |w: usize| {
+        let free = c.free_bits[w].get();
         if dirty_only {
-            w &= c.dirty_bits[i / 64].get();
-        }
-        let w = w >> (i % 64);
-        if w == 0 {
-            // The rest of this word is in use.
-            run = 0;
-            i = (i / 64 + 1) * 64;
-            continue;
-        }
-        if w & 1 == 1 {
-            if run == 0 {
-                start = i;
-            }
-            run += 1;
-            if run == n {
-                return Some(start);
-            }
+            free & c.dirty_bits[w].get()
         } else {
-            run = 0;
+            free
         }
-        i += 1;
-    }
-    None
-}
-
-/// [`find_run`] for runs aligned to more than a page.
-fn find_aligned_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
-    if align <= 64 && n <= align {
-        // A run of at most `align` pages from a multiple of `align` stays inside one bitmap
-        // word: a word at a time, the aligned starts whose `n` pages are all usable.
-        let starts = aligned_starts(align);
-        for (w, free) in c.free_bits.iter().enumerate() {
-            let mut usable = free.get();
-            if dirty_only {
-                usable &= c.dirty_bits[w].get();
-            }
-            let mut cand = starts;
-            for k in 0..n {
-                cand &= usable >> k;
-            }
-            if cand != 0 {
-                // The header's pages are never free, so no start found is inside it.
-                return Some(w * 64 + cand.trailing_zeros() as usize);
-            }
-        }
-        return None;
-    }
-    // Otherwise each aligned start in turn, moving past the first page that is not usable.
-    let usable = |i: usize| bit(&c.free_bits, i) && (!dirty_only || bit(&c.dirty_bits, i));
-    let mut start = HEADER_PAGES.next_multiple_of(align);
-    while start + n <= PAGES_PER_CHUNK {
-        match (start..start + n).find(|&i| !usable(i)) {
-            None => return Some(start),
-            Some(taken) => start = (taken + 1).next_multiple_of(align),
-        }
-    }
-    None
-}
-
-/// The bits of a bitmap word at multiples of `align` (a power of two up to 64).
-fn aligned_starts(align: usize) -> u64 {
-    (0..64).step_by(align).fold(0, |m, i| m | 1 << i)
+    };
+    bits::find_run(usable, n, align)
 }
 
 fn new_chunk() -> Option<*mut Chunk> {
