@@ -332,9 +332,60 @@ fn resident_free_pages_first() {
     }
 }
 
+/// A run that no stretch of resident free pages fits whole is placed over as many of them as
+/// it can: writing it faults in only the pages it adds.
+fn runs_too_long_for_resident_pages_cover_them() {
+    const PAGE: usize = 8192;
+    let quarter = Layout::from_size_align(32 * PAGE, 8).unwrap();
+    let long = Layout::from_size_align(48 * PAGE, 8).unwrap();
+    // Every free page goes back to the OS, so the only ones holding memory below are `b`'s.
+    specalloc_runtime::collect();
+    let mut kept = Vec::with_capacity(64);
+    let (a, b) = loop {
+        let a = specalloc_runtime::alloc(quarter);
+        let b = specalloc_runtime::alloc(quarter);
+        assert!(!a.is_null() && !b.is_null());
+        if b as usize == a as usize + quarter.size() {
+            break (a, b);
+        }
+        assert!(kept.len() < 60, "no two neighbouring runs");
+        kept.push(a);
+        kept.push(b);
+    };
+    // SAFETY: allocated above with `quarter`, freed once; `b` is written in full first.
+    unsafe {
+        specalloc_runtime::dealloc(a, quarter);
+        specalloc_runtime::collect();
+        b.write_bytes(3, quarter.size());
+        specalloc_runtime::dealloc(b, quarter);
+    }
+    // `a`'s pages read zero, `b`'s hold memory: no 48 resident pages in a row anywhere.
+    let f0 = minor_faults();
+    let y = specalloc_runtime::alloc(long);
+    assert!(!y.is_null());
+    // SAFETY: a live block of `long.size()` bytes.
+    unsafe { y.write_bytes(5, long.size()) };
+    let faults = minor_faults() - f0;
+    let (y0, y1) = (y as usize, y as usize + long.size());
+    assert!(
+        y0 <= b as usize && y1 >= b as usize + quarter.size(),
+        "run {y:?} does not cover the resident run {b:?}"
+    );
+    // 16 new pages of 8 KiB are 32 OS pages; 48 new ones would be 96.
+    assert!(faults <= 48, "{faults} faults writing a run 2/3 resident");
+    // SAFETY: allocated above; `kept` with `quarter`.
+    unsafe {
+        specalloc_runtime::dealloc(y, long);
+        for p in kept {
+            specalloc_runtime::dealloc(p, quarter);
+        }
+    }
+}
+
 #[test]
 fn memory_goes_back() {
     resident_free_pages_first();
+    runs_too_long_for_resident_pages_cover_them();
     rebuild_reuses_resident_pages();
     free_pages_return_to_the_os();
     huge_cache_stays_under_its_cap();

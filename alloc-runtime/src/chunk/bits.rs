@@ -105,6 +105,51 @@ pub(super) fn find_run(usable: impl Fn(usize) -> u64, n: usize, align: usize) ->
     None
 }
 
+/// The run of `n` pages whose bits are set in `usable` (a bitmap given a word at a time) with
+/// the most pages set in `held` too, and how many: the lowest such run among equals. `None`
+/// when no run of `n` usable pages has a page set in `held`.
+pub(super) fn most_held_run(
+    usable: impl Fn(usize) -> u64,
+    held: impl Fn(usize) -> u64,
+    n: usize,
+) -> Option<(usize, usize)> {
+    let page = |w: &dyn Fn(usize) -> u64, i: usize| (w(i / 64) >> (i % 64) & 1) as usize;
+    let mut best: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < PAGES_PER_CHUNK {
+        // The maximal run of usable pages [a, b) from `i` on, found a word at a time.
+        let w = usable(i / 64) >> (i % 64);
+        if w == 0 {
+            i = (i / 64 + 1) * 64;
+            continue;
+        }
+        let a = i + w.trailing_zeros() as usize;
+        let mut b = a;
+        loop {
+            let ones = (!(usable(b / 64) >> (b % 64))).trailing_zeros() as usize;
+            b += ones.min(64 - b % 64);
+            if ones == 0 || !b.is_multiple_of(64) || b == PAGES_PER_CHUNK {
+                break;
+            }
+        }
+        i = b;
+        if b - a < n || words_of(a, b - a).all(|w| held(w) & word_mask(w, a, b - a) == 0) {
+            continue;
+        }
+        // Each window of the run in turn, its count slid along a page at a time.
+        let mut count: usize = (a..a + n).map(|p| page(&held, p)).sum();
+        for s in a..=b - n {
+            if s > a {
+                count = count + page(&held, s + n - 1) - page(&held, s - 1);
+            }
+            if count > 0 && best.is_none_or(|(_, c)| count > c) {
+                best = Some((s, count));
+            }
+        }
+    }
+    best
+}
+
 /// The bits `j` of `w` where bits `j..j + n` are all set (`1 <= n <= 64`), runs not crossing
 /// the word's end.
 #[inline]
@@ -202,6 +247,30 @@ mod tests {
                         "n {n} align {align} map {map:x?}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn most_held_run_has_the_most_held_pages() {
+        let mut x = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..300 {
+            let (free, held) = (bitmap(&mut x), bitmap(&mut x));
+            for n in [1, 5, 64, 70, 128] {
+                let count = |s: usize| {
+                    (s..s + n)
+                        .filter(|&p| held[p / 64] >> (p % 64) & 1 == 1)
+                        .count()
+                };
+                let mut expect: Option<(usize, usize)> = None;
+                for s in 0..=PAGES_PER_CHUNK - n {
+                    let all_free = (s..s + n).all(|p| free[p / 64] >> (p % 64) & 1 == 1);
+                    let c = count(s);
+                    if all_free && c > 0 && expect.is_none_or(|(_, e)| c > e) {
+                        expect = Some((s, c));
+                    }
+                }
+                assert_eq!(most_held_run(|w| free[w], |w| held[w], n), expect);
             }
         }
     }

@@ -242,6 +242,13 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
             c = cr.next.get();
         }
     }
+    // None fits whole: the run that covers the most of them, so that the run faults in, and
+    // adds to the resident total, as few new pages as it can.
+    if align == 1 && ph.dirty_free + ph.lazy_free > 0 {
+        if let Some((chunk, first)) = most_resident_run(&ph, npages) {
+            return Some(take_run(ph, chunk, first, npages));
+        }
+    }
     let mut c = ph.chunks;
     let mut released = false;
     let (chunk, first) = loop {
@@ -276,6 +283,34 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
         c = cr.next.get();
     };
     Some(take_run(ph, chunk, first, npages))
+}
+
+/// Chunks searched at most for [`most_resident_run`] (those with free pages that hold memory).
+const RESIDENT_SEARCH_CHUNKS: usize = 8;
+
+/// The run of `npages` free pages covering the most free pages that hold memory (dirty or
+/// lazy), among the first [`RESIDENT_SEARCH_CHUNKS`] chunks holding such pages: (chunk, first
+/// page). `None` when no run of that length covers any.
+fn most_resident_run(ph: &PageHeap, npages: usize) -> Option<(*mut Chunk, usize)> {
+    let mut best: Option<(*mut Chunk, usize, usize)> = None;
+    let mut searched = 0;
+    let mut c = ph.chunks;
+    while !c.is_null() && searched < RESIDENT_SEARCH_CHUNKS {
+        // SAFETY: every chunk on the list is a live header, protected by the caller's lock.
+        let cr = unsafe { &*c };
+        let held = |w: usize| cr.free_bits[w].get() & cr.dirty_bits[w].get();
+        if cr.free_pages.get() >= npages && (0..WORDS).any(|w| held(w) != 0) {
+            searched += 1;
+            let found = bits::most_held_run(|w| cr.free_bits[w].get(), held, npages);
+            if let Some((first, n)) = found {
+                if best.is_none_or(|(_, _, b)| n > b) {
+                    best = Some((c, first, n));
+                }
+            }
+        }
+        c = cr.next.get();
+    }
+    best.map(|(c, first, _)| (c, first))
 }
 
 /// Marks the `n` free pages at page `first` of `cr` in use (dirty, not lazy) and updates the
