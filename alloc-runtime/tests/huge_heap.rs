@@ -2,7 +2,8 @@
 //! sizes replaced at random land on resident pages (few page faults, no mapping each), a
 //! growing object extends into the free pages behind it, zeroed objects on reused pages read
 //! zero without being touched page by page, and freed pages decay (`MADV_FREE`, then
-//! `MADV_DONTNEED`, then unmapped) on the page policy's clock. One test function, so no other
+//! `MADV_DONTNEED`, then unmapped) on the page policy's clock, and free bytes past the
+//! resident bound go back from the end of the longest free run. One test function, so no other
 //! test of this binary disturbs the process-wide figures.
 
 mod common;
@@ -221,6 +222,99 @@ fn free_runs_decay_on_the_clock() {
     specalloc_runtime::set_page_policy(saved);
 }
 
+/// Resident 4 KiB pages of `[p, p + len)` (`mincore`; `p` page-aligned); pages not mapped
+/// (unmapped free runs) are not resident.
+fn resident_pages(p: *const u8, len: usize) -> usize {
+    (0..len.div_ceil(4096))
+        .filter(|i| {
+            let mut v = 0u8;
+            // SAFETY: one page, one byte of answer; an unmapped page is an error, not a fault.
+            let rc = unsafe { libc::mincore(p.add(i * 4096) as *mut libc::c_void, 4096, &mut v) };
+            rc == 0 && v & 1 == 1
+        })
+        .count()
+}
+
+/// Free bytes past the resident bound go back from the end of the longest free run: a short
+/// run beside it stays resident, whole, for the next object of its size.
+fn excess_goes_from_the_longest_runs_end() {
+    let saved = specalloc_runtime::page_policy();
+    // No purge on the clock; the recent-peak window moves every 30 ms.
+    specalloc_runtime::set_page_policy(PagePolicy {
+        purge_delay_ms: u64::MAX,
+        decommit_delay_ms: 30,
+        ..saved
+    });
+    specalloc_runtime::collect();
+    let (short, long) = (
+        Layout::from_size_align(3 * MIB, 8).unwrap(),
+        Layout::from_size_align(9 * MIB, 8).unwrap(),
+    );
+    let a = specalloc_runtime::alloc(short);
+    assert!(!a.is_null());
+    // A page of nobody's right below `a`'s run (its header page, then the object), where the
+    // kernel would place the next mapping, so that `b`'s run does not touch `a`'s and the two
+    // stay separate free runs (the check below skips when they touch all the same).
+    // SAFETY: MAP_FIXED_NOREPLACE maps nothing over an existing mapping; checked below.
+    let spacer = unsafe {
+        libc::mmap(
+            (a as usize - 2 * 4096) as *mut libc::c_void,
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    let b = specalloc_runtime::alloc(long);
+    assert!(!b.is_null());
+    // SAFETY: live blocks of their layouts' sizes, written whole, then freed.
+    unsafe {
+        a.write_bytes(1, short.size());
+        b.write_bytes(2, long.size());
+        specalloc_runtime::dealloc(a, short);
+        specalloc_runtime::dealloc(b, long);
+    }
+    // Two windows with no new peak: the bound falls to the bytes in use, or 4 MiB; the
+    // excess goes back on the next page-heap operations.
+    let medium = Layout::from_size_align(256 << 10, 8).unwrap();
+    for _ in 0..4 {
+        std::thread::sleep(std::time::Duration::from_millis(35));
+        let m = specalloc_runtime::alloc(medium);
+        // SAFETY: allocated with `medium`.
+        unsafe { specalloc_runtime::dealloc(m, medium) };
+    }
+    let s = stats();
+    println!("after the windows: {s}");
+    assert!(s.large_cache_bytes <= s.large_cache_limit, "{s}");
+    assert!(s.large_cache_limit < 8 * MIB, "{s}");
+    // (A run is its header page, then the object.)
+    let (a_run, b_run) = (a as usize - 4096, b as usize - 4096);
+    let apart = a_run + 4096 + short.size() != b_run && b_run + 4096 + long.size() != a_run;
+    if apart {
+        let (ra, rb) = (
+            resident_pages(a, short.size()),
+            resident_pages(b, long.size()),
+        );
+        assert_eq!(ra, short.size() / 4096, "the short run was returned: {s}");
+        assert!(
+            rb < long.size() / 4096 / 2,
+            "{rb} pages of the long run resident"
+        );
+        assert!(
+            rb > 0 || s.large_cache_limit < 4 * MIB + short.size(),
+            "{s}"
+        );
+    } else {
+        println!("the two runs are neighbours: the layout check skipped");
+    }
+    if spacer != libc::MAP_FAILED {
+        // SAFETY: the page mapped above.
+        unsafe { libc::munmap(spacer, 4096) };
+    }
+    specalloc_runtime::set_page_policy(saved);
+}
+
 #[test]
 fn huge_objects_reuse_memory_the_allocator_holds() {
     growth_extends_into_free_pages_behind();
@@ -228,4 +322,5 @@ fn huge_objects_reuse_memory_the_allocator_holds() {
     replaced_buffers_reuse_resident_pages();
     zeroed_on_reused_pages_is_not_touched();
     free_runs_decay_on_the_clock();
+    excess_goes_from_the_longest_runs_end();
 }

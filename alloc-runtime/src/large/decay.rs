@@ -87,15 +87,19 @@ pub(super) fn note_peak(in_use: usize) {
 
 impl HugeHeap {
     /// Returns resident free bytes (`MADV_DONTNEED`) until at most `limit` are left: lazy runs
-    /// first (the kernel may have taken them already), then dirty ones, the shortest first
-    /// (the least use to a long object), and of the last one only its tail past the bound.
+    /// first (the kernel may have taken them already), then dirty ones, the longest first, and
+    /// of a run longer than the excess only its tail. The excess comes off one long run's end,
+    /// which a new object placed from the run's start reaches last, while the short runs
+    /// between live objects stay whole for the next objects of their size (returning the
+    /// shortest runs first instead took 1.5 times the page faults in the C `largeblocks`:
+    /// 124k against 81k).
     fn trim_to(&mut self, limit: usize) {
         while self.dirty + self.lazy > limit {
             let excess = (self.dirty + self.lazy - limit).next_multiple_of(os::OS_PAGE);
             let pick = |state: State| {
                 (0..self.n)
                     .filter(|&i| self.ext[i].state == state)
-                    .min_by_key(|&i| self.ext[i].len)
+                    .max_by_key(|&i| self.ext[i].len)
             };
             let Some(i) = pick(State::Lazy).or_else(|| pick(State::Dirty)) else {
                 return;

@@ -20,8 +20,8 @@
 //!   kernel's commit charge go back too, in the large units the runs have merged into;
 //! - the resident free runs (dirty and lazy) never exceed the bound of `decay::cache_limit`: a
 //!   fraction (all, by default) of the bytes in use, 4 MiB, or what the recent peak of the
-//!   bytes in use accounts for, whichever is most; past it, the shortest runs go back at once
-//!   (`MADV_DONTNEED`), and of the last one only its tail past the bound.
+//!   bytes in use accounts for, whichever is most; past it, the excess goes back at once
+//!   (`MADV_DONTNEED`) from the end of the longest run (whole runs while the excess is longer).
 //!
 //! A window is chosen for the resident memory it covers (most first), so a replaced buffer
 //! lands on pages that are already mapped and resident instead of faulting fresh ones in.
