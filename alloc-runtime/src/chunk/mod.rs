@@ -18,7 +18,7 @@ mod decay;
 use bits::{all_clear, bit, clear_all, count_set, set_range};
 
 use decay::maintain;
-pub(crate) use decay::return_free_pages;
+pub(crate) use decay::{peak_footprint, return_free_pages};
 
 use crate::lock::SpinLock;
 use crate::os;

@@ -74,7 +74,7 @@ fn cache_limit(h: &mut HugeHeap, now: u64) -> usize {
         h.peak_cur = in_use;
         h.next_window = now.saturating_add(window);
     }
-    let recent = h.peak_cur.max(h.peak_prev).saturating_sub(in_use);
+    let recent = crate::chunk::peak_footprint(h.peak_cur.max(h.peak_prev)).saturating_sub(in_use);
     let limit = (in_use / 100 * percent).max(CACHE_FLOOR).max(recent);
     CACHE_LIMIT.store(limit, Ordering::Relaxed);
     limit

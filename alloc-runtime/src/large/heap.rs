@@ -20,7 +20,7 @@
 //!   kernel's commit charge go back too, in the large units the runs have merged into;
 //! - the resident free runs (dirty and lazy) never exceed the bound of `decay::cache_limit`: a
 //!   fraction (all, by default) of the bytes in use, 4 MiB, or what the recent peak of the
-//!   bytes in use accounts for, whichever is most; past it, the excess goes back at once
+//!   bytes in use and a quarter of it account for (`chunk::peak_footprint`), whichever is most; past it, the excess goes back at once
 //!   (`MADV_DONTNEED`) from the end of the longest run (whole runs while the excess is longer).
 //!
 //! A window is chosen for the resident memory it covers (most first), so a replaced buffer
