@@ -4,7 +4,8 @@
 //! zero without being touched page by page, and freed pages decay (`MADV_FREE`, then
 //! `MADV_DONTNEED`, then unmapped) on the page policy's clock, and free bytes past the
 //! resident bound go back from the end of the longest free run, and a program churning within
-//! its recent footprint faults few pages in again. One test function, so no other
+//! its recent footprint faults few pages in again (the resident bound leaves room for the
+//! fragmentation seen, none when there is none). One test function, so no other
 //! test of this binary disturbs the process-wide figures.
 
 mod common;
@@ -363,6 +364,54 @@ fn churn_within_the_recent_footprint_reuses_pages() {
     }
 }
 
+/// With no fragmentation seen (every huge run placed on resident free pages, or where the free
+/// runs held too few), the resident free runs are bounded by the recent peak alone: the
+/// quarter of it kept for fragmentation is not granted.
+fn no_fragmentation_no_slack() {
+    let saved = specalloc_runtime::page_policy();
+    specalloc_runtime::set_page_policy(PagePolicy {
+        purge_delay_ms: u64::MAX,
+        decommit_delay_ms: 30,
+        ..saved
+    });
+    // The free runs go, and two windows pass: no peak or fragmentation from before is left.
+    specalloc_runtime::collect();
+    let tick = |size: usize| {
+        let l = Layout::from_size_align(size, 8).unwrap();
+        let p = specalloc_runtime::alloc(l);
+        assert!(!p.is_null());
+        // SAFETY: a live block of `size` bytes, written whole, freed once.
+        unsafe {
+            p.write_bytes(1, size);
+            specalloc_runtime::dealloc(p, l);
+        }
+    };
+    for _ in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(35));
+        tick(2 * MIB);
+    }
+    let in_use0 = stats().pages_in_use;
+    // A fresh 12 MiB object (no free runs to take: nothing misplaced), then 6 MiB ones on its
+    // resident pages.
+    tick(12 * MIB);
+    for _ in 0..5 {
+        tick(6 * MIB);
+    }
+    let s = stats();
+    println!("no fragmentation: {s}");
+    // The window's peak: what was in use, the 12 MiB object and its header page.
+    let peak = in_use0.max(s.pages_in_use) + 12 * MIB + 4096;
+    assert!(
+        s.large_cache_limit <= (peak - s.pages_in_use).max(s.pages_in_use).max(4 * MIB) + 64 * 1024,
+        "bound past the peak with no fragmentation: {s}"
+    );
+    assert!(
+        s.large_cache_bytes >= 12 * MIB,
+        "the object's pages not kept: {s}"
+    );
+    specalloc_runtime::set_page_policy(saved);
+}
+
 #[test]
 fn huge_objects_reuse_memory_the_allocator_holds() {
     growth_extends_into_free_pages_behind();
@@ -372,4 +421,5 @@ fn huge_objects_reuse_memory_the_allocator_holds() {
     free_runs_decay_on_the_clock();
     excess_goes_from_the_longest_runs_end();
     churn_within_the_recent_footprint_reuses_pages();
+    no_fragmentation_no_slack();
 }

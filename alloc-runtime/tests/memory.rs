@@ -89,8 +89,8 @@ fn free_pages_return_to_the_os() {
     let rss_peak = rss();
     drop_blocks(blocks);
     // At once, the freed pages stay resident for reuse, but never beyond what the peak
-    // accounts for: in use + free resident <= the recent peak and a quarter of it, or in use
-    // plus the fragmentation slack (8 MiB or half the pages in use).
+    // accounts for: in use + free resident <= the recent peak and at most a quarter of it (for
+    // the fragmentation seen), or in use plus the slack (8 MiB or half the pages in use).
     let after = stats();
     let slack = (8usize << 20).max(after.pages_in_use / 2);
     assert!(
@@ -244,7 +244,7 @@ fn huge_cache_stays_under_its_cap() {
     }
     let s = stats();
     // The bytes in use (the default bound), the floor of 4 MiB, or what the recent peak of the
-    // bytes in use and a quarter of it account for.
+    // bytes in use accounts for, with at most a quarter of it for the fragmentation seen.
     assert!(
         s.large_cache_limit
             <= (s.pages_in_use + 4096)

@@ -22,11 +22,13 @@ fn pressure_slack(in_use: usize) -> usize {
     ((8 << 20) / PAGE_SIZE).max(in_use / 2)
 }
 
-/// The resident footprint (in use and free) that a recent peak of `peak` in use accounts for:
-/// the peak and a quarter of it, for the free runs that fragmentation leaves between the runs
-/// in use while the program churns below its peak. Holding the footprint at the peak alone
-/// returned, at once, pages that the next runs faulted in again: the C `largeblocks` (blocks of
-/// 64 KiB to 4 MiB replaced at random) took 8 times mimalloc's page faults that way.
+/// The most resident footprint (in use and free) that a recent peak of `peak` in use accounts
+/// for: the peak and a quarter of it, for the free runs that fragmentation leaves between the
+/// runs in use while the program churns below its peak; the quarter only as far as the
+/// fragmentation seen in the recent windows calls for it (the misplaced pages counted by the
+/// heaps). Holding the footprint at the peak alone returned, at once, pages that the next runs
+/// faulted in again: the C `largeblocks` (blocks of 64 KiB to 4 MiB replaced at random) took 8
+/// times mimalloc's page faults that way.
 pub(crate) fn peak_footprint(peak: usize) -> usize {
     peak + peak / 4
 }
@@ -36,10 +38,13 @@ pub(crate) fn peak_footprint(peak: usize) -> usize {
 pub(super) fn maintain(ph: &mut PageHeap) {
     let lasting = retain_limit(ph.in_use);
     let p = policy();
-    // The recent-peak bound: free memory that neither the program's recent peak (with a
-    // quarter of it for fragmentation) nor the slack accounts for goes back at once, lazy pages
-    // first (the kernel may have taken some of them already).
-    let bound = pressure_slack(ph.in_use).max(peak_footprint(ph.recent_peak()) - ph.in_use);
+    // The recent-peak bound: free memory that neither the program's recent peak (with room for
+    // the fragmentation seen in the recent windows, up to a quarter of the peak) nor the slack
+    // accounts for goes back at once, lazy pages first (the kernel may have taken some of them
+    // already).
+    let peak = ph.recent_peak();
+    let slack = (peak_footprint(peak) - peak).min(ph.misfit_cur + ph.misfit_prev);
+    let bound = pressure_slack(ph.in_use).max(peak + slack - ph.in_use);
     if ph.dirty_free + ph.lazy_free > bound {
         // Down to three quarters of the bound, so that a heap at its peak does not sweep (from
         // the first chunk) for a few pages on every operation.
@@ -118,6 +123,8 @@ pub(super) fn maintain(ph: &mut PageHeap) {
         }
         ph.peak_prev = ph.peak_cur;
         ph.peak_cur = ph.in_use;
+        ph.misfit_prev = ph.misfit_cur;
+        ph.misfit_cur = 0;
         ph.next_decommit = decommit_at;
     }
 }

@@ -100,6 +100,12 @@ struct PageHeap {
     peak_cur: usize,
     /// Highest `in_use` of the previous decommit window.
     peak_prev: usize,
+    /// Pages handed out, in the current decommit window, that did not hold memory while the
+    /// free pages held as many that did (too fragmented for the runs asked for): the
+    /// fragmentation the recent-peak bound leaves room for.
+    misfit_cur: usize,
+    /// The same, in the previous decommit window.
+    misfit_prev: usize,
 }
 
 impl PageHeap {
@@ -131,6 +137,8 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     next_decommit: 0,
     peak_cur: 0,
     peak_prev: 0,
+    misfit_cur: 0,
+    misfit_prev: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
@@ -340,7 +348,12 @@ fn take_run(
 ) -> PageRun {
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };
-    let zero = claim(&mut ph, cr, first, npages) == 0;
+    let resident = ph.dirty_free + ph.lazy_free;
+    let held = claim(&mut ph, cr, first, npages);
+    if resident >= npages {
+        ph.misfit_cur += npages - held;
+    }
+    let zero = held == 0;
     // Taking clean pages while free ones hold memory (they were too fragmented for this run)
     // may push the resident total past the recent peak.
     if ph.dirty_free + ph.lazy_free > 0 {

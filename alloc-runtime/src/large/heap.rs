@@ -20,7 +20,8 @@
 //!   kernel's commit charge go back too, in the large units the runs have merged into;
 //! - the resident free runs (dirty and lazy) never exceed the bound of `decay::cache_limit`: a
 //!   fraction (all, by default) of the bytes in use, 4 MiB, or what the recent peak of the
-//!   bytes in use and a quarter of it account for (`chunk::peak_footprint`), whichever is most; past it, the excess goes back at once
+//!   bytes in use accounts for, with room for the fragmentation seen (up to a quarter of the
+//!   peak, `chunk::peak_footprint`), whichever is most; past it, the excess goes back at once
 //!   (`MADV_DONTNEED`) from the end of the longest run (whole runs while the excess is longer).
 //!
 //! A window is chosen for the resident memory it covers (most first), so a replaced buffer
@@ -81,6 +82,12 @@ pub(super) struct HugeHeap {
     pub(super) peak_cur: usize,
     /// Highest bytes in use of the previous window.
     pub(super) peak_prev: usize,
+    /// Bytes of huge runs placed, in the current window, on pages that were not resident
+    /// while the free runs held enough resident bytes for them (too fragmented, or not at the
+    /// alignment asked for): the fragmentation the resident bound leaves room for.
+    pub(super) misfit_cur: usize,
+    /// The same, in the previous window.
+    pub(super) misfit_prev: usize,
     /// When the window moves on (monotonic ns; 0 until the first check).
     pub(super) next_window: u64,
 }
@@ -93,6 +100,8 @@ static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
     clean: 0,
     peak_cur: 0,
     peak_prev: 0,
+    misfit_cur: 0,
+    misfit_prev: 0,
     next_window: 0,
 });
 
@@ -400,10 +409,24 @@ pub(super) fn take(len: usize, align: usize, offset: usize) -> Option<(usize, bo
             return None;
         }
     }
+    let resident = h.dirty + h.lazy;
     let start = match h.find(len, align, offset) {
         Some(start) => start,
-        None => h.grow_stretch(len, align, offset)?,
+        None => match h.grow_stretch(len, align, offset) {
+            Some(start) => start,
+            None => {
+                // A fresh mapping follows, though the free runs held as many resident bytes.
+                if resident >= len {
+                    h.misfit_cur += len;
+                }
+                return None;
+            }
+        },
     };
+    if resident >= len {
+        let covered = h.resident_in(h.index_after(start), start, start + len);
+        h.misfit_cur += len - covered;
+    }
     let zero = h.carve(start, len);
     maintain(&mut h);
     Some((start, zero))
