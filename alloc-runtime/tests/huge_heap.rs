@@ -1,12 +1,12 @@
 //! Huge objects (over 1 MiB) come from memory the allocator already holds: buffers of varying
 //! sizes replaced at random land on resident pages (few page faults, no mapping each), a
-//! growing object extends into the free pages behind it, zeroed objects on reused pages read
-//! zero without being touched page by page, and freed pages decay (`MADV_FREE`, then
-//! `MADV_DONTNEED`, then unmapped) on the page policy's clock, and free bytes past the
-//! resident bound go back from the end of the longest free run, and a program churning within
-//! its recent footprint faults few pages in again (the resident bound leaves room for the
-//! fragmentation seen, none when there is none). One test function, so no other
-//! test of this binary disturbs the process-wide figures.
+//! growing object extends into the free pages behind it, large zeroed objects on reused pages
+//! read zero without being touched page by page (those up to 8 MiB are cleared in place),
+//! freed pages decay (`MADV_FREE`, then `MADV_DONTNEED`, then unmapped) on the page policy's
+//! clock, free bytes past the resident bound go back from the end of the longest free run, and
+//! a program churning within its recent footprint faults few pages in again (the resident bound
+//! leaves room for the fragmentation seen, none when there is none). One test function, so no
+//! other test of this binary disturbs the process-wide figures.
 
 mod common;
 
@@ -122,6 +122,35 @@ fn zeroed_on_reused_pages_is_not_touched() {
     assert!(
         grown < 8 * MIB,
         "RSS grew by {grown} B for a zeroed 256 MiB"
+    );
+}
+
+/// A zeroed block of a few MiB on reused resident pages is cleared with stores: using it
+/// faults few pages in (dropping its pages to zero them faulted every page in again).
+fn small_zeroed_on_resident_pages_is_cleared_in_place() {
+    let l = Layout::from_size_align(6 * MIB, 8).unwrap();
+    let p = specalloc_runtime::alloc(l);
+    assert!(!p.is_null());
+    // SAFETY: a live block of 6 MiB, written whole, then freed.
+    unsafe {
+        p.write_bytes(5, l.size());
+        specalloc_runtime::dealloc(p, l);
+    }
+    let f0 = minor_faults();
+    let q = specalloc_runtime::alloc_zeroed(l);
+    assert!(!q.is_null());
+    // SAFETY: a live zeroed block of 6 MiB, read and written whole, then freed.
+    unsafe {
+        assert!(std::slice::from_raw_parts(q, l.size())
+            .iter()
+            .all(|&b| b == 0));
+        q.write_bytes(6, l.size());
+        specalloc_runtime::dealloc(q, l);
+    }
+    let faults = minor_faults() - f0;
+    assert!(
+        faults < 256,
+        "{faults} faults using a zeroed 6 MiB block on reused pages"
     );
 }
 
@@ -418,6 +447,7 @@ fn huge_objects_reuse_memory_the_allocator_holds() {
     c_huge_blocks_reuse_free_runs();
     replaced_buffers_reuse_resident_pages();
     zeroed_on_reused_pages_is_not_touched();
+    small_zeroed_on_resident_pages_is_cleared_in_place();
     free_runs_decay_on_the_clock();
     excess_goes_from_the_longest_runs_end();
     churn_within_the_recent_footprint_reuses_pages();
