@@ -157,7 +157,10 @@ pub(super) fn maintain(h: &mut HugeHeap) {
     let lasting = CACHE_FLOOR.max(in_use() / 8);
     let purge_age = p.purge_delay_ms.saturating_mul(ms);
     let decommit_age = p.decommit_delay_ms.saturating_mul(ms);
-    if h.dirty > lasting {
+    // (Each pass only when the oldest run in its state may be due.)
+    let due =
+        |h: &HugeHeap, state: State, age: u64| now.saturating_sub(h.oldest[state.index()]) >= age;
+    if h.dirty > lasting && due(h, State::Dirty, purge_age) {
         h.each(
             |e| e.state == State::Dirty && now.saturating_sub(e.since) >= purge_age,
             |h, i| {
@@ -176,19 +179,26 @@ pub(super) fn maintain(h: &mut HugeHeap) {
             },
             |h| h.dirty <= lasting / 2,
         );
+        h.recount_oldest(State::Dirty);
     }
     // Lazy runs that stayed so for the decommit delay go back; clean ones are unmapped.
-    h.each(
-        |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
-        |h, i| h.decommit_run(i),
-        |h| h.lazy == 0,
-    );
-    h.each(
-        |e| e.state == State::Clean && now.saturating_sub(e.since) >= decommit_age,
-        |h, i| {
-            h.unmap_run(i);
-        },
-        |h| h.clean == 0,
-    );
+    if h.lazy > 0 && due(h, State::Lazy, decommit_age) {
+        h.each(
+            |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
+            |h, i| h.decommit_run(i),
+            |h| h.lazy == 0,
+        );
+        h.recount_oldest(State::Lazy);
+    }
+    if h.clean > 0 && due(h, State::Clean, decommit_age) {
+        h.each(
+            |e| e.state == State::Clean && now.saturating_sub(e.since) >= decommit_age,
+            |h, i| {
+                h.unmap_run(i);
+            },
+            |h| h.clean == 0,
+        );
+        h.recount_oldest(State::Clean);
+    }
     h.publish();
 }

@@ -45,6 +45,13 @@ pub(super) enum State {
     Dirty,
 }
 
+impl State {
+    /// The state's index in [`HugeHeap::oldest`].
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// A free run of pages `[start, start + len)`, in its state since `since` (monotonic ns).
 #[derive(Clone, Copy)]
 pub(super) struct Extent {
@@ -88,6 +95,10 @@ pub(super) struct HugeHeap {
     pub(super) misfit_cur: usize,
     /// The same, in the previous window.
     pub(super) misfit_prev: usize,
+    /// For each state (indexed by [`State::index`]), at most the `since` of every free run in
+    /// that state (`u64::MAX` when none was seen since the last count): the decay's passes
+    /// over the runs are skipped until the oldest may be due.
+    pub(super) oldest: [u64; 3],
     /// When the window moves on (monotonic ns; 0 until the first check).
     pub(super) next_window: u64,
 }
@@ -102,6 +113,7 @@ static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
     peak_prev: 0,
     misfit_cur: 0,
     misfit_prev: 0,
+    oldest: [u64::MAX; 3],
     next_window: 0,
 });
 
@@ -159,6 +171,8 @@ impl HugeHeap {
         let left = i > 0 && self.ext[i - 1].end() == e.start && self.ext[i - 1].state == e.state;
         let right = i < self.n && self.ext[i].start == e.end() && self.ext[i].state == e.state;
         self.count(e.state, e.len, true);
+        let oldest = &mut self.oldest[e.state.index()];
+        *oldest = (*oldest).min(e.since);
         match (left, right) {
             (true, true) => {
                 let r = self.ext[i];
@@ -376,6 +390,16 @@ impl HugeHeap {
             ..e
         });
         debug_assert!(ok, "a run taken out has room to go back");
+    }
+
+    /// Counts again, for `state`, the oldest `since` of its runs ([`HugeHeap::oldest`]).
+    pub(super) fn recount_oldest(&mut self, state: State) {
+        self.oldest[state.index()] = self.ext[..self.n]
+            .iter()
+            .filter(|e| e.state == state)
+            .map(|e| e.since)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 
     /// Applies `step` to the runs `pick` selects, highest address first, until `done`.
