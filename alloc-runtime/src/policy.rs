@@ -14,9 +14,10 @@
 //! - the *lasting* bound, kept resident for good: 256 KiB or an eighth of the pages in use;
 //! - the *recent-peak* bound: free memory never stays resident beyond what the program's recent
 //!   peak (the highest pages in use of the current and the previous decommit window) accounts
-//!   for, plus a fragmentation slack of 8 MiB or half the pages in use (free pages too
-//!   fragmented for the runs asked for). Past it, free pages go back with `MADV_DONTNEED` at
-//!   once, lazy ones first.
+//!   for, with room for the fragmentation seen in those windows (pages handed out that did not
+//!   hold memory while the free pages held enough that did), up to a quarter of the peak, or a
+//!   slack of 8 MiB or half the pages in use, whichever is more. Past it, free pages go back
+//!   with `MADV_DONTNEED` at once, lazy ones first.
 //!
 //! So a program that builds and drops a large structure and builds it again reuses the same
 //! resident pages (no fault, no system call), and a program whose heap shrank for good gives the

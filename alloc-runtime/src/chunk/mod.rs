@@ -12,10 +12,13 @@ use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+mod bits;
 mod decay;
 
+use bits::{all_clear, bit, clear_all, count_set, set_range};
+
 use decay::maintain;
-pub(crate) use decay::return_free_pages;
+pub(crate) use decay::{peak_footprint, return_free_pages};
 
 use crate::lock::SpinLock;
 use crate::os;
@@ -97,6 +100,12 @@ struct PageHeap {
     peak_cur: usize,
     /// Highest `in_use` of the previous decommit window.
     peak_prev: usize,
+    /// Pages handed out, in the current decommit window, that did not hold memory while the
+    /// free pages held as many that did (too fragmented for the runs asked for): the
+    /// fragmentation the recent-peak bound leaves room for.
+    misfit_cur: usize,
+    /// The same, in the previous decommit window.
+    misfit_prev: usize,
 }
 
 impl PageHeap {
@@ -128,6 +137,8 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     next_decommit: 0,
     peak_cur: 0,
     peak_prev: 0,
+    misfit_cur: 0,
+    misfit_prev: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
@@ -156,116 +167,18 @@ const NO_HUGE_PAGES_BELOW: usize = 64 << 20;
 
 const MS: u64 = 1_000_000;
 
-#[inline]
-fn bit(words: &[Cell<u64>; WORDS], i: usize) -> bool {
-    words[i / 64].get() >> (i % 64) & 1 == 1
-}
-
-fn set_range(words: &[Cell<u64>; WORDS], start: usize, n: usize, value: bool) {
-    for i in start..start + n {
-        let w = &words[i / 64];
-        let m = 1u64 << (i % 64);
-        w.set(if value { w.get() | m } else { w.get() & !m });
-    }
-}
-
-fn all_clear(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> bool {
-    (start..start + n).all(|i| !bit(words, i))
-}
-
-fn count_set(words: &[Cell<u64>; WORDS], start: usize, n: usize) -> usize {
-    (start..start + n).filter(|&i| bit(words, i)).count()
-}
-
-fn clear_all(words: &[Cell<u64>; WORDS]) {
-    for w in words {
-        w.set(0);
-    }
-}
-
 /// First run of `n` free pages in `c` (that still hold memory, when `dirty_only`) starting at a
-/// multiple of `align` pages (a power of two; chunks are aligned to their size, so the run's
-/// address is then a multiple of `align` pages too).
+/// multiple of `align` pages (see [`bits::find_run`]).
 fn find_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
-    if align > 1 {
-        return find_aligned_run(c, n, dirty_only, align);
-    }
-    first_run(n, |w| {
+    let usable = |w: usize| {
         let free = c.free_bits[w].get();
         if dirty_only {
             free & c.dirty_bits[w].get()
         } else {
             free
         }
-    })
-}
-
-/// First run of `n` pages past the header whose bits are set in `usable(word)` (bitmap word
-/// `word`, bit `k` for page `word * 64 + k`).
-#[inline]
-fn first_run(n: usize, usable: impl Fn(usize) -> u64) -> Option<usize> {
-    // A word at a time: the usable pages from `i` to the end of its word, then the unusable
-    // ones after them. A fragmented chunk took a loop turn per page (C `churn`: a tenth of
-    // its time in here).
-    let mut i = HEADER_PAGES;
-    // Where the run of usable pages that reaches `i` starts (`i` itself: no such run).
-    let mut start = i;
-    while i < PAGES_PER_CHUNK {
-        let off = i % 64;
-        let left = 64 - off;
-        let w = usable(i / 64) >> off;
-        let ones = (w.trailing_ones() as usize).min(left);
-        i += ones;
-        if i - start >= n {
-            return Some(start);
-        }
-        if ones < left {
-            // Page `i` is not usable: past it and the unusable pages after it in this word.
-            let zeros = ((w >> ones).trailing_zeros() as usize).min(left - ones);
-            i += zeros;
-            start = i;
-        }
-    }
-    None
-}
-
-/// [`find_run`] for runs aligned to more than a page.
-fn find_aligned_run(c: &Chunk, n: usize, dirty_only: bool, align: usize) -> Option<usize> {
-    if align <= 64 && n <= align {
-        // A run of at most `align` pages from a multiple of `align` stays inside one bitmap
-        // word: a word at a time, the aligned starts whose `n` pages are all usable.
-        let starts = aligned_starts(align);
-        for (w, free) in c.free_bits.iter().enumerate() {
-            let mut usable = free.get();
-            if dirty_only {
-                usable &= c.dirty_bits[w].get();
-            }
-            let mut cand = starts;
-            for k in 0..n {
-                cand &= usable >> k;
-            }
-            if cand != 0 {
-                // The header's pages are never free, so no start found is inside it.
-                return Some(w * 64 + cand.trailing_zeros() as usize);
-            }
-        }
-        return None;
-    }
-    // Otherwise each aligned start in turn, moving past the first page that is not usable.
-    let usable = |i: usize| bit(&c.free_bits, i) && (!dirty_only || bit(&c.dirty_bits, i));
-    let mut start = HEADER_PAGES.next_multiple_of(align);
-    while start + n <= PAGES_PER_CHUNK {
-        match (start..start + n).find(|&i| !usable(i)) {
-            None => return Some(start),
-            Some(taken) => start = (taken + 1).next_multiple_of(align),
-        }
-    }
-    None
-}
-
-/// The bits of a bitmap word at multiples of `align` (a power of two up to 64).
-fn aligned_starts(align: usize) -> u64 {
-    (0..64).step_by(align).fold(0, |m, i| m | 1 << i)
+    };
+    bits::find_run(usable, n, align)
 }
 
 fn new_chunk() -> Option<*mut Chunk> {
@@ -337,6 +250,13 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
             c = cr.next.get();
         }
     }
+    // None fits whole: the run that covers the most of them, so that the run faults in, and
+    // adds to the resident total, as few new pages as it can.
+    if align == 1 && ph.dirty_free + ph.lazy_free > 0 {
+        if let Some((chunk, first)) = most_resident_run(&ph, npages) {
+            return Some(take_run(ph, chunk, first, npages));
+        }
+    }
     let mut c = ph.chunks;
     let mut released = false;
     let (chunk, first) = loop {
@@ -373,6 +293,34 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
     Some(take_run(ph, chunk, first, npages))
 }
 
+/// Chunks searched at most for [`most_resident_run`] (those with free pages that hold memory).
+const RESIDENT_SEARCH_CHUNKS: usize = 8;
+
+/// The run of `npages` free pages covering the most free pages that hold memory (dirty or
+/// lazy), among the first [`RESIDENT_SEARCH_CHUNKS`] chunks holding such pages: (chunk, first
+/// page). `None` when no run of that length covers any.
+fn most_resident_run(ph: &PageHeap, npages: usize) -> Option<(*mut Chunk, usize)> {
+    let mut best: Option<(*mut Chunk, usize, usize)> = None;
+    let mut searched = 0;
+    let mut c = ph.chunks;
+    while !c.is_null() && searched < RESIDENT_SEARCH_CHUNKS {
+        // SAFETY: every chunk on the list is a live header, protected by the caller's lock.
+        let cr = unsafe { &*c };
+        let held = |w: usize| cr.free_bits[w].get() & cr.dirty_bits[w].get();
+        if cr.free_pages.get() >= npages && (0..WORDS).any(|w| held(w) != 0) {
+            searched += 1;
+            let found = bits::most_held_run(|w| cr.free_bits[w].get(), held, npages);
+            if let Some((first, n)) = found {
+                if best.is_none_or(|(_, _, b)| n > b) {
+                    best = Some((c, first, n));
+                }
+            }
+        }
+        c = cr.next.get();
+    }
+    best.map(|(c, first, _)| (c, first))
+}
+
 /// Marks the `n` free pages at page `first` of `cr` in use (dirty, not lazy) and updates the
 /// page heap's counters; returns how many of them held memory (0: they read zero).
 fn claim(ph: &mut PageHeap, cr: &Chunk, first: usize, n: usize) -> usize {
@@ -400,7 +348,12 @@ fn take_run(
 ) -> PageRun {
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };
-    let zero = claim(&mut ph, cr, first, npages) == 0;
+    let resident = ph.dirty_free + ph.lazy_free;
+    let held = claim(&mut ph, cr, first, npages);
+    if resident >= npages {
+        ph.misfit_cur += npages - held;
+    }
+    let zero = held == 0;
     // Taking clean pages while free ones hold memory (they were too fragmented for this run)
     // may push the resident total past the recent peak.
     if ph.dirty_free + ph.lazy_free > 0 {
@@ -528,46 +481,4 @@ pub(crate) fn side_of(p: usize) -> usize {
     // SAFETY: the caller checked that `p` is in one of our chunks, whose header is mapped; the
     // field was written before the chunk was registered.
     unsafe { (*chunk).side.get() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{first_run, HEADER_PAGES, PAGES_PER_CHUNK};
-
-    /// The plain page-by-page search that [`first_run`] must agree with.
-    fn by_page(n: usize, bits: &[u64]) -> Option<usize> {
-        let usable = |i: usize| (bits[i / 64] >> (i % 64)) & 1 == 1;
-        (HEADER_PAGES..=PAGES_PER_CHUNK - n).find(|&s| (s..s + n).all(usable))
-    }
-
-    #[test]
-    fn first_run_agrees_with_a_page_by_page_search() {
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for _ in 0..20_000 {
-            // Sparse to dense bitmaps, with whole words free or in use.
-            let kind = rnd() % 4;
-            let bits: [u64; PAGES_PER_CHUNK / 64] = core::array::from_fn(|_| match rnd() % 12 {
-                0 | 1 => !0,
-                2 => 0,
-                _ => match kind {
-                    0 => rnd() & rnd(),
-                    1 => rnd(),
-                    2 => rnd() | rnd(),
-                    _ => !(rnd() & rnd() & rnd()),
-                },
-            });
-            let n = 1 + (rnd() % 80) as usize;
-            assert_eq!(
-                first_run(n, |w| bits[w]),
-                by_page(n, &bits),
-                "n {n}: {bits:x?}"
-            );
-        }
-    }
 }

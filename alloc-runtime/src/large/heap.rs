@@ -20,8 +20,9 @@
 //!   kernel's commit charge go back too, in the large units the runs have merged into;
 //! - the resident free runs (dirty and lazy) never exceed the bound of `decay::cache_limit`: a
 //!   fraction (all, by default) of the bytes in use, 4 MiB, or what the recent peak of the
-//!   bytes in use accounts for, whichever is most; past it, the shortest runs go back at once
-//!   (`MADV_DONTNEED`), and of the last one only its tail past the bound.
+//!   bytes in use accounts for, with room for the fragmentation seen (up to a quarter of the
+//!   peak, `chunk::peak_footprint`), whichever is most; past it, the excess goes back at once
+//!   (`MADV_DONTNEED`) from the end of the longest run (whole runs while the excess is longer).
 //!
 //! A window is chosen for the resident memory it covers (most first), so a replaced buffer
 //! lands on pages that are already mapped and resident instead of faulting fresh ones in.
@@ -42,6 +43,13 @@ pub(super) enum State {
     Lazy,
     /// Resident, as freed.
     Dirty,
+}
+
+impl State {
+    /// The state's index in [`HugeHeap::oldest`].
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// A free run of pages `[start, start + len)`, in its state since `since` (monotonic ns).
@@ -81,6 +89,16 @@ pub(super) struct HugeHeap {
     pub(super) peak_cur: usize,
     /// Highest bytes in use of the previous window.
     pub(super) peak_prev: usize,
+    /// Bytes of huge runs placed, in the current window, on pages that were not resident
+    /// while the free runs held enough resident bytes for them (too fragmented, or not at the
+    /// alignment asked for): the fragmentation the resident bound leaves room for.
+    pub(super) misfit_cur: usize,
+    /// The same, in the previous window.
+    pub(super) misfit_prev: usize,
+    /// For each state (indexed by [`State::index`]), at most the `since` of every free run in
+    /// that state (`u64::MAX` when none was seen since the last count): the decay's passes
+    /// over the runs are skipped until the oldest may be due.
+    pub(super) oldest: [u64; 3],
     /// When the window moves on (monotonic ns; 0 until the first check).
     pub(super) next_window: u64,
 }
@@ -93,6 +111,9 @@ static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
     clean: 0,
     peak_cur: 0,
     peak_prev: 0,
+    misfit_cur: 0,
+    misfit_prev: 0,
+    oldest: [u64::MAX; 3],
     next_window: 0,
 });
 
@@ -150,6 +171,8 @@ impl HugeHeap {
         let left = i > 0 && self.ext[i - 1].end() == e.start && self.ext[i - 1].state == e.state;
         let right = i < self.n && self.ext[i].start == e.end() && self.ext[i].state == e.state;
         self.count(e.state, e.len, true);
+        let oldest = &mut self.oldest[e.state.index()];
+        *oldest = (*oldest).min(e.since);
         match (left, right) {
             (true, true) => {
                 let r = self.ext[i];
@@ -369,6 +392,16 @@ impl HugeHeap {
         debug_assert!(ok, "a run taken out has room to go back");
     }
 
+    /// Counts again, for `state`, the oldest `since` of its runs ([`HugeHeap::oldest`]).
+    pub(super) fn recount_oldest(&mut self, state: State) {
+        self.oldest[state.index()] = self.ext[..self.n]
+            .iter()
+            .filter(|e| e.state == state)
+            .map(|e| e.since)
+            .min()
+            .unwrap_or(u64::MAX);
+    }
+
     /// Applies `step` to the runs `pick` selects, highest address first, until `done`.
     pub(super) fn each(
         &mut self,
@@ -400,10 +433,24 @@ pub(super) fn take(len: usize, align: usize, offset: usize) -> Option<(usize, bo
             return None;
         }
     }
+    let resident = h.dirty + h.lazy;
     let start = match h.find(len, align, offset) {
         Some(start) => start,
-        None => h.grow_stretch(len, align, offset)?,
+        None => match h.grow_stretch(len, align, offset) {
+            Some(start) => start,
+            None => {
+                // A fresh mapping follows, though the free runs held as many resident bytes.
+                if resident >= len {
+                    h.misfit_cur += len;
+                }
+                return None;
+            }
+        },
     };
+    if resident >= len {
+        let covered = h.resident_in(h.index_after(start), start, start + len);
+        h.misfit_cur += len - covered;
+    }
     let zero = h.carve(start, len);
     maintain(&mut h);
     Some((start, zero))
