@@ -112,6 +112,29 @@ fn child() {
                 report(p);
                 cabi::free(p);
             }
+            "realloc-stack" => {
+                let mut local = [0u64; 4];
+                let p = std::hint::black_box(local.as_mut_ptr().cast::<u8>());
+                report(p);
+                cabi::realloc(p, 100);
+            }
+            "realloc-mmap-chunk-aligned" => {
+                let base = map(3 * CHUNK) as usize;
+                let p = base.next_multiple_of(CHUNK) as *mut u8;
+                report(p);
+                cabi::realloc(p, 100);
+            }
+            "usable-static" => {
+                let p = std::ptr::addr_of_mut!(STATIC_BUF).cast::<u8>().add(8);
+                report(p);
+                cabi::usable_size(p);
+            }
+            "usable-freed" => {
+                let p = cabi::malloc(40);
+                report(p);
+                cabi::free(p);
+                cabi::usable_size(p);
+            }
             "double-small" => {
                 let p = cabi::malloc(40);
                 report(p);
@@ -138,6 +161,14 @@ fn c_free_of_a_foreign_pointer_aborts_with_the_report() {
     expect("glibc", "never handed out");
     expect("mmap", "never handed out");
     expect("mmap-chunk-aligned", "never handed out");
+}
+
+#[test]
+fn c_realloc_and_usable_size_of_a_foreign_or_freed_pointer_abort_with_the_report() {
+    expect("realloc-stack", "never handed out");
+    expect("realloc-mmap-chunk-aligned", "never handed out");
+    expect("usable-static", "never handed out");
+    expect("usable-freed", "double free");
 }
 
 #[test]

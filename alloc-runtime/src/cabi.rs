@@ -239,6 +239,13 @@ fn check_free(p: *mut u8) {
     crate::checked::on_c_free(p, || large::huge_is_live(p));
 }
 
+/// Checked mode: validates the block `realloc` or `malloc_usable_size` is given, as
+/// [`check_free`] does, before anything is read through it; the block stays live.
+#[cfg(feature = "checked")]
+fn check_use(p: *mut u8) {
+    crate::checked::on_c_use(p, || large::huge_is_live(p));
+}
+
 /// `free(p)`: frees a block; null does nothing.
 ///
 /// # Safety
@@ -294,6 +301,8 @@ pub unsafe fn usable_size(p: *mut u8) -> usize {
     if p.is_null() {
         return 0;
     }
+    #[cfg(feature = "checked")]
+    check_use(p);
     // SAFETY: the caller's guarantee.
     match unsafe { kind_of(p) } {
         Kind::Small(s) => span_block_size(s.class.get() as usize),
@@ -329,6 +338,8 @@ pub unsafe fn usable_size(p: *mut u8) -> usize {
 /// returned).
 pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     debug_assert!(!p.is_null() && size > 0);
+    #[cfg(feature = "checked")]
+    check_use(p);
     // SAFETY: the caller's guarantee.
     let old = match unsafe { kind_of(p) } {
         Kind::Small(s) => {

@@ -133,6 +133,18 @@ pub(crate) fn on_c_free(p: *mut u8, huge_live: impl FnOnce() -> bool) {
     on_free(p, 0, 0, kind);
 }
 
+/// Checks that `p`, passed to C `realloc` or `malloc_usable_size`, is a live block of ours,
+/// reading nothing through it before it is known to be in one of our chunks (or a mapped huge
+/// object's header): aborts with the report otherwise, as [`on_c_free`] does. The block stays
+/// live.
+pub(crate) fn on_c_use(p: *mut u8, huge_live: impl FnOnce() -> bool) {
+    on_c_free(p, huge_live);
+    if !(p as usize).is_multiple_of(CHUNK_SIZE) {
+        // `on_c_free` took a chunk-backed block's live bit: it is still the caller's.
+        on_alloc(p);
+    }
+}
+
 /// Checks that `p` is a live chunk-backed block (for `realloc` in place).
 pub(crate) fn check_live(p: *mut u8, size: usize, align: usize, kind: Kind) {
     on_free(p, size, align, kind);
