@@ -381,9 +381,8 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
     // SAFETY: a span's class is below `SPAN_CLASSES`.
     let ob = unsafe { h.outboxes.get_unchecked(class) };
     if ptr::eq(ob.span.get(), span) {
-        // SAFETY: `p` is ours now, and the chain's head a block of the same span (chunk).
-        unsafe { remote::set_link(p as usize, ob.head.get()) };
-        ob.head.set(p as usize);
+        // SAFETY: the outbox holds a chain of `span`'s blocks, and `p` is one more.
+        unsafe { append(ob, p) };
         let room = ob.room.get() - 1;
         ob.room.set(room);
         if room == 0 {
@@ -396,9 +395,7 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
         // SAFETY: as above, for the span the outbox held.
         unsafe { publish(ob) };
     }
-    if HANDOVER.load(Ordering::Relaxed) != h.handover_seen.get() {
-        publish_outboxes(h);
-    }
+    answer_handover(h);
     let limit = (OUTBOX_BYTES / span_block_size(class)).clamp(1, OUTBOX_BLOCKS);
     ob.span.set(span);
     ob.head.set(p as usize);
@@ -410,6 +407,18 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
     }
 }
 
+/// Puts `p` at the head of the chain an outbox holds.
+///
+/// # Safety
+/// The outbox holds a chain of a span's freed blocks; `p` is a freed block of the same span,
+/// ours until published.
+#[inline(always)]
+unsafe fn append(ob: &Outbox, p: *mut u8) {
+    // SAFETY: `p` is ours, and the chain's head a block of the same span (chunk).
+    unsafe { remote::set_link(p as usize, ob.head.get()) };
+    ob.head.set(p as usize);
+}
+
 /// Publishes the chain an outbox holds and empties it.
 ///
 /// # Safety
@@ -419,12 +428,9 @@ unsafe fn publish(ob: &Outbox) {
     // SAFETY: an outbox's span stays allocated while it holds blocks of it.
     let span = unsafe { &*ob.span.get() };
     ob.span.set(ptr::null());
-    let (head, tail) = (ob.head.get(), ob.tail.get());
-    // SAFETY: a chain of freed blocks of `span`, linked by `free_batched`, ours until published.
-    if !unsafe { remote::try_push_chain(&span.remote, head, tail) } {
-        // SAFETY: as above.
-        unsafe { free_other_chain(span, head, tail) };
-    }
+    // SAFETY: a chain of freed blocks of `span`, linked by `free_batched`, ours until published
+    // (the push's common case is tried first inside).
+    unsafe { free_other_chain(span, ob.head.get(), ob.tail.get()) };
 }
 
 /// Frees `p`, a block of `class`, into `span` at once, from a thread with a heap: a pooled
@@ -437,20 +443,14 @@ pub(super) unsafe fn free_now(h: &Heap, span: &Span, class: usize, p: *mut u8) {
     // SAFETY: a span's class is below `SPAN_CLASSES`.
     let ob = unsafe { h.outboxes.get_unchecked(class) };
     if ptr::eq(ob.span.get(), span) {
-        // SAFETY: as in `free_batched`; then the chain with `p` at its head goes out.
+        // SAFETY: the outbox holds a chain of `span`'s blocks; with `p` at its head it goes out.
         unsafe {
-            remote::set_link(p as usize, ob.head.get());
-            ob.head.set(p as usize);
+            append(ob, p);
             publish(ob);
         }
     } else {
-        // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
-        // is collected.
-        let pushed = unsafe { remote::try_push(&span.remote, p as usize) };
-        if !pushed {
-            // SAFETY: forwarded.
-            unsafe { free_other(span, p) };
-        }
+        // SAFETY: `p` is a live block of `span`, freed once.
+        unsafe { free_other(span, p) };
     }
 }
 
@@ -474,6 +474,12 @@ fn hand_over_on_refill(h: &Heap, class: usize) {
         // SAFETY: not empty.
         unsafe { publish(ob) };
     }
+    answer_handover(h);
+}
+
+/// Publishes every outbox of `h` if a `collect()` asked since it last did.
+#[inline]
+fn answer_handover(h: &Heap) {
     if HANDOVER.load(Ordering::Relaxed) != h.handover_seen.get() {
         publish_outboxes(h);
     }
