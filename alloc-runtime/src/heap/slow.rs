@@ -296,11 +296,17 @@ extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
 /// A span parked full goes back to the partial list once this many of its blocks (or a
 /// quarter of them, if fewer) came back to it: until then the blocks wait on its free list and
 /// refills take other spans, so that a program that frees one block and allocates one does not
-/// move the span between the lists on every pair (as snmalloc waits before it wakes a slab).
-/// A free before the wake-up is a push and a count, inline in the free path (`fast.rs`). At 32
-/// a BTreeMap churn's refills fall from 38,000 to 11,000 and its instructions by 1.6 % against
-/// 8 (callgrind), and no single-threaded program of the suite executes more.
-const WAKE_BLOCKS_MAX: usize = 32;
+/// move the span between the lists on every pair (snmalloc waits for a quarter of a slab, up to
+/// 32 blocks). A free before the wake-up is a push and a count, inline in the free path
+/// (`fast.rs`).
+///
+/// Small, because blocks that wait go cold: at 32, a refill took a parked span whose free list
+/// had gathered over thousands of frees, and C `larson` on one thread took 1.15x the wall time
+/// it takes at 4 (C `churn` 1.12x; interleaved pairs), for 0.5 % fewer instructions on a
+/// BTreeMap churn (callgrind: 439.4 M at 32, 441.7 M at 4, 448.4 M at 1; mimalloc 442.8 M). The
+/// Rust suite's single-threaded programs execute the same instructions at 4 as at 32 (within
+/// 0.06 %).
+const WAKE_BLOCKS_MAX: usize = 4;
 
 /// For each span class, the `used` count at which a parked span wakes (see
 /// [`WAKE_BLOCKS_MAX`]).
