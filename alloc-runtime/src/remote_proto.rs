@@ -6,14 +6,23 @@
 //
 // Words:
 // - a span's *remote word*: the head of a list of blocks freed by other threads, with a
-//   notification state in its two low bits (blocks are at least 4-byte aligned);
+//   notification state in its two low bits (blocks are at least 4-byte aligned) and the list's
+//   length in its top bits;
 // - a heap's *delayed word*: a list of *spans* (never blocks) that other threads handed to the
 //   heap because they freed a block into a span the heap had parked as full.
 //
-// Links: a block on a remote list holds, in its first four bytes, the offset of the next block
-// within their chunk (0 ends the list; no block starts at offset 0 of a chunk, which holds the
-// chunk header). Every block of a span lies in one chunk, so four bytes suffice, and blocks as
-// small as four bytes can be freed by any thread.
+// Links: a block on a remote list links to the next as blocks on its span's local free list
+// do, so that the owner takes a collected list as its free list without rewriting it: a block
+// of 8 bytes or more holds the next block's address in its first word (*wide* links, 0 ends the
+// list); a 4-byte block holds, in its four bytes, the offset of the next block within their
+// chunk (*narrow* links; 0 ends the list, and no block starts at offset 0 of a chunk, which
+// holds the chunk header; every block of a span lies in one chunk). The pushing thread says
+// which (`wide`).
+//
+// Count: the remote word's top bits ([`COUNT_SHIFT`] and up) count the blocks on the list, so
+// that the owner learns how many it took without walking them (a walk is one load per block of
+// lines that other cores just wrote). A span holds fewer than 2^16 blocks, and the runtime
+// places no chunk at or above 2^48 (the kernel maps below 2^47 unless given a hint above it).
 //
 // Notification states of a remote word:
 // - NONE: frees push onto the span's remote list; the owner collects it on its slow path.
@@ -46,8 +55,57 @@ pub const NOTIFYING: usize = 2;
 pub const DELIVERED: usize = 3;
 /// Mask of the state bits of a remote word.
 pub const STATE_MASK: usize = 3;
+/// The remote word's count of listed blocks starts at this bit.
+pub const COUNT_SHIFT: u32 = 48;
+/// Mask of the list's head in a remote word.
+pub const HEAD_MASK: usize = ((1usize << COUNT_SHIFT) - 1) & !STATE_MASK;
 
-/// Writes a free block's link: the chunk offset of `next` (0 for the end of the list).
+/// A remote word with the list `head`, `count` blocks on it, and state `state`.
+#[inline(always)]
+fn remote_word(head: usize, count: usize, state: usize) -> usize {
+    debug_assert_eq!(head & !HEAD_MASK, 0, "a block address above 2^48");
+    debug_assert!(count < 1 << (usize::BITS - COUNT_SHIFT));
+    head | count << COUNT_SHIFT | state
+}
+
+/// How many blocks the list of a remote word holds.
+#[inline(always)]
+pub fn count_of(word: usize) -> usize {
+    word >> COUNT_SHIFT
+}
+
+/// Writes a free block's link to `next` (0 for the end of the list): its address when `wide`,
+/// else its chunk offset (see [`set_link`]).
+///
+/// # Safety
+/// As for [`set_link`]; when `wide`, the block is at least 8 bytes long and 8-aligned.
+#[inline(always)]
+pub unsafe fn set_link_as(block: usize, next: usize, wide: bool) {
+    if wide {
+        // SAFETY: guaranteed by the caller.
+        unsafe { (block as *mut usize).write(next) }
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { set_link(block, next) }
+    }
+}
+
+/// Reads a free block's link written by [`set_link_as`] with the same `wide`.
+///
+/// # Safety
+/// As for [`link_of`].
+#[inline(always)]
+pub unsafe fn link_as(block: usize, wide: bool) -> usize {
+    if wide {
+        // SAFETY: guaranteed by the caller.
+        unsafe { (block as *const usize).read() }
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { link_of(block) }
+    }
+}
+
+/// Writes a free block's narrow link: the chunk offset of `next` (0 for the end of the list).
 ///
 /// # Safety
 /// `block` is a free, writable, 4-aligned block of at least 4 bytes that the caller owns, and
@@ -58,7 +116,7 @@ pub unsafe fn set_link(block: usize, next: usize) {
     unsafe { (block as *mut u32).write((next & LINK_MASK) as u32) }
 }
 
-/// Reads a free block's link (see [`set_link`]): the next block's address, or 0.
+/// Reads a free block's narrow link (see [`set_link`]): the next block's address, or 0.
 ///
 /// # Safety
 /// `block` is a block on a list this thread has taken (or owns).
@@ -92,27 +150,34 @@ pub trait DeliveryGate {
 /// # Safety
 /// As for [`free_remote`].
 #[inline(always)]
-pub unsafe fn try_push(remote: &AtomicUsize, block: usize) -> bool {
-    // SAFETY: forwarded; a single block is a chain from itself to itself.
-    unsafe { try_push_chain(remote, block, block) }
+pub unsafe fn try_push(remote: &AtomicUsize, block: usize, wide: bool) -> bool {
+    // SAFETY: forwarded; a single block is a chain of one, from itself to itself.
+    unsafe { try_push_chain(remote, block, block, 1, wide) }
 }
 
-/// [`try_push`] for a chain of blocks the caller linked from `head` to `tail` (with
-/// [`set_link`]; `tail`'s link is written here): all of them published in one step.
+/// [`try_push`] for a chain of `len` blocks the caller linked from `head` to `tail` (with
+/// [`set_link_as`]; `tail`'s link is written here): all of them published in one step.
 ///
 /// # Safety
 /// As for [`free_remote_chain`].
 #[inline(always)]
-pub unsafe fn try_push_chain(remote: &AtomicUsize, head: usize, tail: usize) -> bool {
+pub unsafe fn try_push_chain(
+    remote: &AtomicUsize,
+    head: usize,
+    tail: usize,
+    len: usize,
+    wide: bool,
+) -> bool {
     let old = remote.load(Ordering::Relaxed);
     if old & STATE_MASK == NOTIFY {
         return false;
     }
     // SAFETY: the caller owns the chain until the CAS below publishes it; the list's blocks are
     // in the span's chunk.
-    unsafe { set_link(tail, old & !STATE_MASK) };
+    unsafe { set_link_as(tail, old & HEAD_MASK, wide) };
+    let new = remote_word(head, count_of(old) + len, old & STATE_MASK);
     remote
-        .compare_exchange_weak(old, head | (old & STATE_MASK), Ordering::Release, Ordering::Relaxed)
+        .compare_exchange_weak(old, new, Ordering::Release, Ordering::Relaxed)
         .is_ok()
 }
 
@@ -139,15 +204,16 @@ pub unsafe fn free_remote(
     remote: &AtomicUsize,
     owner: &AtomicUsize,
     block: usize,
+    wide: bool,
     gate: &impl DeliveryGate,
     deliver: impl FnOnce(usize),
 ) -> Pushed {
-    // SAFETY: forwarded; a single block is a chain from itself to itself.
-    unsafe { free_remote_chain(remote, owner, block, block, gate, deliver) }
+    // SAFETY: forwarded; a single block is a chain of one, from itself to itself.
+    unsafe { free_remote_chain(remote, owner, block, block, 1, wide, gate, deliver) }
 }
 
-/// [`free_remote`] for a chain of blocks of one span, linked from `head` to `tail` by the
-/// caller (with [`set_link`]; `tail`'s link is written here): a freeing thread that batches its
+/// [`free_remote`] for a chain of `len` blocks of one span, linked from `head` to `tail` by the
+/// caller (with [`set_link_as`]; `tail`'s link is written here): a freeing thread that batches its
 /// frees into a span publishes them in one step, and they count as one free for the
 /// notification (the owner hears about the span once).
 ///
@@ -155,16 +221,19 @@ pub unsafe fn free_remote(
 /// Every block of the chain is a block of the span, freed exactly once, that nothing else
 /// references; the span stays allocated until they have been collected; the heap named by the
 /// owner word stays valid while the span is NOTIFYING.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn free_remote_chain(
     remote: &AtomicUsize,
     owner: &AtomicUsize,
     head: usize,
     tail: usize,
+    len: usize,
+    wide: bool,
     gate: &impl DeliveryGate,
     deliver: impl FnOnce(usize),
 ) -> Pushed {
     // SAFETY: forwarded from our caller.
-    if unsafe { try_push_chain(remote, head, tail) } {
+    if unsafe { try_push_chain(remote, head, tail, len, wide) } {
         return Pushed::ToSpan;
     }
     let mut old = remote.load(Ordering::Relaxed);
@@ -172,14 +241,15 @@ pub unsafe fn free_remote_chain(
         let state = old & STATE_MASK;
         // SAFETY: the caller owns the chain until the CAS below publishes it; the list's blocks
         // are in the span's chunk.
-        unsafe { set_link(tail, old & !STATE_MASK) };
+        unsafe { set_link_as(tail, old & HEAD_MASK, wide) };
+        let count = count_of(old) + len;
         if state == NOTIFY {
             gate.enter();
             // Push and claim the notification in one step. Acquire: the owner word written
             // before the owner's `arm`.
             match remote.compare_exchange_weak(
                 old,
-                head | NOTIFYING,
+                remote_word(head, count, NOTIFYING),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
@@ -192,7 +262,7 @@ pub unsafe fn free_remote_chain(
         } else {
             match remote.compare_exchange_weak(
                 old,
-                head | state,
+                remote_word(head, count, state),
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
@@ -223,13 +293,14 @@ pub unsafe fn free_remote_chain(
     }
 }
 
-/// Takes the whole remote list (owner only), keeping the state bits. Returns its head, or 0.
+/// Takes the whole remote list (owner only), keeping the state bits. Returns its head and how
+/// many blocks it holds, or `(0, 0)`.
 #[inline]
-pub fn take_remote(remote: &AtomicUsize) -> usize {
+pub fn take_remote(remote: &AtomicUsize) -> (usize, usize) {
     let mut old = remote.load(Ordering::Relaxed);
     loop {
-        if old & !STATE_MASK == 0 {
-            return 0;
+        if old & HEAD_MASK == 0 {
+            return (0, 0);
         }
         match remote.compare_exchange_weak(
             old,
@@ -237,7 +308,7 @@ pub fn take_remote(remote: &AtomicUsize) -> usize {
             Ordering::Acquire,
             Ordering::Relaxed,
         ) {
-            Ok(_) => return old & !STATE_MASK,
+            Ok(_) => return (old & HEAD_MASK, count_of(old)),
             Err(cur) => old = cur,
         }
     }
@@ -246,7 +317,7 @@ pub fn take_remote(remote: &AtomicUsize) -> usize {
 /// Whether the remote list holds a block (a hint: frees may land right after).
 #[inline]
 pub fn has_remote(remote: &AtomicUsize) -> bool {
-    remote.load(Ordering::Acquire) & !STATE_MASK != 0
+    remote.load(Ordering::Acquire) & HEAD_MASK != 0
 }
 
 /// Asks to hear of the next remote free into a span the owner is parking as full (owner only).

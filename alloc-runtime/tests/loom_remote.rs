@@ -76,14 +76,21 @@ impl Span {
     }
 }
 
-/// Walks a taken list, returning its blocks.
-fn walk(mut b: usize) -> Vec<usize> {
+/// Walks a taken list (its head and the count the remote word gave with it), returning its
+/// blocks; the count must be the list's length, which the runtime's owner takes on trust when it
+/// takes a list without walking it.
+fn walk((mut b, count): (usize, usize)) -> Vec<usize> {
     let mut out = Vec::new();
     while b != 0 {
         out.push(b);
         // SAFETY: the list was taken by this thread; its blocks are in the arena.
         b = unsafe { proto::link_of(b) };
     }
+    assert_eq!(
+        out.len(),
+        count,
+        "the remote word's count is not the list's length"
+    );
     out
 }
 
@@ -119,14 +126,23 @@ fn free_batch(span: &Span, blocks: &[usize]) -> Pushed {
     // SAFETY: arena blocks freed once; heap addresses in owner words are live `Heap`s (the
     // `Arc`s outlive the threads).
     unsafe {
-        proto::free_remote_chain(&span.remote, &span.owner, head, tail, &Gate, |h| {
-            let heap = &*(h as *const Heap);
-            proto::push_delayed(
-                &heap.delayed,
-                span as *const Span as usize,
-                &span.delayed_next,
-            );
-        })
+        proto::free_remote_chain(
+            &span.remote,
+            &span.owner,
+            head,
+            tail,
+            blocks.len(),
+            false,
+            &Gate,
+            |h| {
+                let heap = &*(h as *const Heap);
+                proto::push_delayed(
+                    &heap.delayed,
+                    span as *const Span as usize,
+                    &span.delayed_next,
+                );
+            },
+        )
     }
 }
 

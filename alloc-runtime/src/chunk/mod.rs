@@ -185,6 +185,14 @@ fn new_chunk() -> Option<*mut Chunk> {
     let small_heap = os::MAPPED.load(Ordering::Relaxed) < NO_HUGE_PAGES_BELOW;
     let huge = policy().huge_pages;
     let base = os::map_aligned(CHUNK_SIZE, CHUNK_SIZE)?.as_ptr() as *mut Chunk;
+    if base as usize + CHUNK_SIZE > crate::remote::HEAD_MASK {
+        // A remote list's head and count share a word, which holds addresses below 2^48 (the
+        // kernel maps below 2^47 unless given a hint above it, which we never give): a chunk
+        // above that is refused as memory the OS did not give.
+        // SAFETY: the chunk is a whole mapping just made by us, and nothing uses it.
+        unsafe { os::release(base.cast(), CHUNK_SIZE) };
+        return None;
+    }
     #[cfg(feature = "checked")]
     let Some(side) = crate::side::new_side() else {
         // SAFETY: the chunk is a whole mapping just made by us, and nothing uses it.

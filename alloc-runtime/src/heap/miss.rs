@@ -11,7 +11,7 @@ use super::slow::{alloc_from, free_batched, free_now, free_other, free_to_parked
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
-use crate::span::{span_blocks, Span, OWNER_FULL};
+use crate::span::{span_blocks, Span, OWNER_FULL, TINY_CLASS};
 use crate::stats;
 
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
@@ -70,7 +70,7 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
         // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
         // is collected (it holds a live block until then), whether an owner or a pool's sweep
         // collects it.
-        let pushed = unsafe { remote::try_push(&span.remote, p as usize) };
+        let pushed = unsafe { remote::try_push(&span.remote, p as usize, class != TINY_CLASS) };
         if !pushed {
             // SAFETY: forwarded.
             unsafe { free_other(span, p) };

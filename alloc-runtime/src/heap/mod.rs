@@ -137,6 +137,7 @@ impl Heap {
                     head: Cell::new(0),
                     tail: Cell::new(0),
                     room: Cell::new(0),
+                    len: Cell::new(0),
                 }
             }; SPAN_CLASSES],
             handover_seen: Cell::new(0),
@@ -163,7 +164,7 @@ impl Heap {
 }
 
 /// A thread's frees into one span it does not own, not yet published: a chain of blocks linked
-/// through their remote links (`remote::set_link`) from `head` to `tail`, which one CAS pushes
+/// as remote lists link them (`remote::set_link_as`) from `head` to `tail`, which one CAS pushes
 /// on the span's remote list. Until then the blocks count as used in their span, so the span
 /// stays allocated, and its descriptor in this life, while an outbox names it.
 struct Outbox {
@@ -175,6 +176,8 @@ struct Outbox {
     tail: Cell<usize>,
     /// Blocks the outbox still takes before it publishes them.
     room: Cell<u32>,
+    /// Blocks it holds.
+    len: Cell<u32>,
 }
 
 /// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.

@@ -37,41 +37,38 @@ pub(super) unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
 
 /// Takes the span's remote list onto its local free list (the caller owns the span). Returns
 /// how many blocks came.
+///
+/// Remote lists link their blocks as the local list does, and count them in the remote word, so
+/// when the local list is empty (a refill's case) the taken list becomes the free list as it
+/// is: no block is read here. The blocks' lines, which the freeing threads wrote last, are then
+/// fetched one at a time by the allocations that hand them out, between other work, rather than
+/// all at once in a walk that waits on each in turn. Otherwise the taken list is walked to its
+/// tail, which is linked to the local list.
 pub(super) fn collect_remote(s: &Span) -> u32 {
-    let head = remote::take_remote(&s.remote);
+    let (head, n) = remote::take_remote(&s.remote);
     if head == 0 {
         return 0;
     }
-    let narrow = s.is_narrow();
-    let mut n = 0u32;
-    let mut b = head;
-    loop {
-        n += 1;
+    let local = s.free.get();
+    if !local.is_null() {
+        let wide = !s.is_narrow();
+        let mut b = head;
         // SAFETY: the list was published with Release and taken with Acquire; its blocks are
-        // free blocks of `s`, now ours.
-        let next = unsafe { remote::link_of(b) };
-        if next == 0 {
-            // The tail: link it to the local list.
-            // SAFETY: `b` is a free block of `s`, ours.
-            unsafe {
-                if narrow {
-                    remote::set_link(b, s.free.get() as usize);
-                } else {
-                    (*(b as *mut Block)).next = s.free.get();
+        // free blocks of `s`, now ours, linked as the local list is.
+        unsafe {
+            loop {
+                let next = remote::link_as(b, wide);
+                if next == 0 {
+                    break;
                 }
+                b = next;
             }
-            break;
+            remote::set_link_as(b, local as usize, wide);
         }
-        if !narrow {
-            // Remote lists link through chunk offsets; the local list of a wide class through
-            // pointers.
-            // SAFETY: as above; a wide block holds a pointer.
-            unsafe { (*(b as *mut Block)).next = next as *mut Block };
-        }
-        b = next;
     }
     s.free.set(head as *mut Block);
     s.free_zero.set(false);
+    let n = n as u32;
     debug_assert!(s.used.get() >= n);
     s.used.set(s.used.get() - n);
     n

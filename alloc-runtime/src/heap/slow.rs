@@ -14,6 +14,7 @@ use crate::remote;
 use crate::span::STATE_SMALL;
 use crate::span::{
     empty_span, span_block_size, span_blocks, span_pages, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
+    TINY_CLASS,
 };
 use crate::stats;
 
@@ -335,15 +336,18 @@ static WAKE_AT_USED: [u32; SPAN_CLASSES] = {
 #[cold]
 #[inline(never)]
 pub(super) unsafe fn free_other(span: &Span, p: *mut u8) {
-    // SAFETY: forwarded; one block is a chain from itself to itself.
-    unsafe { free_other_chain(span, p as usize, p as usize) }
+    // Read before the push, as the caller read the class (see `miss::free_slow`).
+    let wide = !span.is_narrow();
+    // SAFETY: forwarded; one block is a chain of one, from itself to itself.
+    unsafe { free_other_chain(span, p as usize, p as usize, 1, wide) }
 }
 
-/// [`free_other`] for a chain of freed blocks of `span`, linked from `head` to `tail`.
+/// [`free_other`] for a chain of `len` freed blocks of `span`, linked from `head` to `tail`
+/// (`wide`: with wide links, see `remote`).
 ///
 /// # Safety
 /// Every block of the chain is a live block of `span`, freed once, that nothing else references.
-unsafe fn free_other_chain(span: &Span, head: usize, tail: usize) {
+unsafe fn free_other_chain(span: &Span, head: usize, tail: usize, len: usize, wide: bool) {
     // SAFETY: the chain's blocks are `span`'s, freed once; a heap is never freed, and its owner
     // does not abandon the span while it is NOTIFYING.
     unsafe {
@@ -352,6 +356,8 @@ unsafe fn free_other_chain(span: &Span, head: usize, tail: usize) {
             &span.owner,
             head,
             tail,
+            len,
+            wide,
             &remote::Deliveries,
             |hp| {
                 #[cfg(feature = "test-hooks")]
@@ -388,7 +394,7 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
     let ob = unsafe { h.outboxes.get_unchecked(class) };
     if ptr::eq(ob.span.get(), span) {
         // SAFETY: the outbox holds a chain of `span`'s blocks, and `p` is one more.
-        unsafe { append(ob, p) };
+        unsafe { append(ob, class, p) };
         let room = ob.room.get() - 1;
         ob.room.set(room);
         if room == 0 {
@@ -407,22 +413,25 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
     ob.head.set(p as usize);
     ob.tail.set(p as usize);
     ob.room.set(limit as u32 - 1);
+    ob.len.set(1);
     if limit == 1 {
         // SAFETY: a chain of one block of `span`.
         unsafe { publish(ob) };
     }
 }
 
-/// Puts `p` at the head of the chain an outbox holds.
+/// Puts `p` at the head of the chain an outbox of `class` holds.
 ///
 /// # Safety
 /// The outbox holds a chain of a span's freed blocks; `p` is a freed block of the same span,
 /// ours until published.
 #[inline(always)]
-unsafe fn append(ob: &Outbox, p: *mut u8) {
-    // SAFETY: `p` is ours, and the chain's head a block of the same span (chunk).
-    unsafe { remote::set_link(p as usize, ob.head.get()) };
+unsafe fn append(ob: &Outbox, class: usize, p: *mut u8) {
+    // SAFETY: `p` is ours, and the chain's head a block of the same span (chunk); a block of a
+    // class other than the tiny one holds a pointer.
+    unsafe { remote::set_link_as(p as usize, ob.head.get(), class != TINY_CLASS) };
     ob.head.set(p as usize);
+    ob.len.set(ob.len.get() + 1);
 }
 
 /// Publishes the chain an outbox holds and empties it.
@@ -434,9 +443,19 @@ unsafe fn publish(ob: &Outbox) {
     // SAFETY: an outbox's span stays allocated while it holds blocks of it.
     let span = unsafe { &*ob.span.get() };
     ob.span.set(ptr::null());
+    // The span holds a block of the chain, so its class is still the outbox's.
+    let wide = !span.is_narrow();
     // SAFETY: a chain of freed blocks of `span`, linked by `free_batched`, ours until published
     // (the push's common case is tried first inside).
-    unsafe { free_other_chain(span, ob.head.get(), ob.tail.get()) };
+    unsafe {
+        free_other_chain(
+            span,
+            ob.head.get(),
+            ob.tail.get(),
+            ob.len.get() as usize,
+            wide,
+        )
+    };
 }
 
 /// Frees `p`, a block of `class`, into `span` at once, from a thread with a heap: a pooled
@@ -451,7 +470,7 @@ pub(super) unsafe fn free_now(h: &Heap, span: &Span, class: usize, p: *mut u8) {
     if ptr::eq(ob.span.get(), span) {
         // SAFETY: the outbox holds a chain of `span`'s blocks; with `p` at its head it goes out.
         unsafe {
-            append(ob, p);
+            append(ob, class, p);
             publish(ob);
         }
     } else {
