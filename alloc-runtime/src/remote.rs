@@ -13,16 +13,6 @@ const LINK_MASK: usize = crate::size_class::CHUNK_SIZE - 1;
 
 include!("remote_proto.rs");
 
-// A remote word counts its list's blocks in the bits from `COUNT_SHIFT` up: every span's blocks
-// must fit.
-const _: () = {
-    let mut c = 1;
-    while c < crate::span::SPAN_CLASSES {
-        assert!(crate::span::span_blocks(c) < 1 << (usize::BITS - COUNT_SHIFT));
-        c += 1;
-    }
-};
-
 /// The runtime's [`DeliveryGate`]: a count of deliveries in progress, with a bit that a `fork`
 /// being prepared sets to hold new ones back until the fork is done.
 pub(crate) struct Deliveries;

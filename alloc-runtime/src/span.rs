@@ -48,6 +48,16 @@ pub(crate) const fn span_blocks(class: usize) -> usize {
     span_pages(class) * crate::size_class::PAGE_SIZE / span_block_size(class)
 }
 
+// A remote word counts its list's blocks in its bits from `remote::COUNT_SHIFT` up: every
+// span's blocks must fit.
+const _: () = {
+    let mut c = 1;
+    while c < SPAN_CLASSES {
+        assert!(span_blocks(c) < 1 << (usize::BITS - crate::remote::COUNT_SHIFT));
+        c += 1;
+    }
+};
+
 /// Reads a narrow link (a tiny block's first four bytes): the chunk offset of the next block,
 /// turned back into its address, or null.
 ///
