@@ -42,31 +42,42 @@ pub(super) unsafe fn clear_block(p: *mut u8, size: usize, fresh: bool) {
 /// when the local list is empty (a refill's case) the taken list becomes the free list as it
 /// is: no block is read here. The blocks' lines, which the freeing threads wrote last, are then
 /// fetched one at a time by the allocations that hand them out, between other work, rather than
-/// all at once in a walk that waits on each in turn. Otherwise the taken list is walked to its
-/// tail, which is linked to the local list.
+/// all at once in a walk that waits on each in turn. Otherwise one list's tail is linked to the
+/// other's head: both are walked a step at a time until the shorter ends (a span parked full
+/// holds a few local frees at most, so its remote blocks are hardly read).
 pub(super) fn collect_remote(s: &Span) -> u32 {
     let (head, n) = remote::take_remote(&s.remote);
     if head == 0 {
         return 0;
     }
-    let local = s.free.get();
-    if !local.is_null() {
+    let local = s.free.get() as usize;
+    if local == 0 {
+        s.free.set(head as *mut Block);
+    } else {
         let wide = !s.is_narrow();
-        let mut b = head;
-        // SAFETY: the list was published with Release and taken with Acquire; its blocks are
-        // free blocks of `s`, now ours, linked as the local list is.
+        let (mut a, mut b) = (local, head);
+        // SAFETY: the local list is ours; the remote list was published with Release and taken
+        // with Acquire, and its blocks are free blocks of `s`, now ours; both link alike.
         unsafe {
             loop {
+                let next = remote::link_as(a, wide);
+                if next == 0 {
+                    // The local list ends first: the remote list follows it.
+                    remote::set_link_as(a, head, wide);
+                    break;
+                }
+                a = next;
                 let next = remote::link_as(b, wide);
                 if next == 0 {
+                    // The remote list ends first: it goes in front.
+                    remote::set_link_as(b, local, wide);
+                    s.free.set(head as *mut Block);
                     break;
                 }
                 b = next;
             }
-            remote::set_link_as(b, local as usize, wide);
         }
     }
-    s.free.set(head as *mut Block);
     s.free_zero.set(false);
     let n = n as u32;
     debug_assert!(s.used.get() >= n);
