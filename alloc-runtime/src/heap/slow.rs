@@ -303,10 +303,10 @@ extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
 ///
 /// Small, because blocks that wait go cold: at 32, a refill took a parked span whose free list
 /// had gathered over thousands of frees, and C `larson` on one thread took 1.15x the wall time
-/// it takes at 4 (C `churn` 1.12x; interleaved pairs), for 0.5 % fewer instructions on a
-/// BTreeMap churn (callgrind: 439.4 M at 32, 441.7 M at 4, 448.4 M at 1; mimalloc 442.8 M). The
-/// Rust suite's single-threaded programs execute the same instructions at 4 as at 32 (within
-/// 0.06 %).
+/// it takes at 4 (C `churn` 1.12x; interleaved pairs), for 0.5 % fewer instructions on an
+/// insert-only BTreeMap churn (callgrind: 439.4 M at 32, 441.7 M at 4, 448.4 M at 1; mimalloc
+/// 439.6 M). The Rust suite's programs execute the same instructions at 4 as at 32 (within
+/// 0.06 %), its `btree` 404.1 M against mimalloc's 412.9 M.
 const WAKE_BLOCKS_MAX: usize = 4;
 
 /// For each span class, the `used` count at which a parked span wakes (see
