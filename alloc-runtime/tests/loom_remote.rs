@@ -8,7 +8,10 @@
 //!
 //! The owner's side mirrors `src/heap/slow.rs` and `src/heap/lifecycle.rs` step by step
 //! (`park_full`, `watch_full`, `take_back`, `unpark`, `collect_remote`, `process_delayed`, `release_span`,
-//! `abandon`); every atomic step is the shared protocol's.
+//! `abandon`); every atomic step is the shared protocol's. Each freed chain carries its length,
+//! which the remote word counts: every taken list is walked here and must be as long as its
+//! count says. Spans of the 4-byte class link their blocks through chunk offsets, others through
+//! addresses; the models use both.
 
 #![allow(dead_code)]
 
@@ -60,6 +63,9 @@ struct Span {
     remote: AtomicUsize,
     owner: AtomicUsize,
     delayed_next: AtomicUsize,
+    /// Its blocks link with addresses (a class of 8 bytes or more), not chunk offsets (the
+    /// 4-byte class).
+    wide: bool,
 }
 
 /// A remote word value no protocol step produces: written at release, so any later touch by a
@@ -67,11 +73,22 @@ struct Span {
 const RELEASED: usize = 0xdead_0000;
 
 impl Span {
+    /// A span of the 4-byte class, owned by `owner`.
     fn new(owner: &Arc<Heap>) -> Arc<Span> {
+        Span::with_links(owner, false)
+    }
+
+    /// A span of a class of 8 bytes or more, owned by `owner`.
+    fn new_wide(owner: &Arc<Heap>) -> Arc<Span> {
+        Span::with_links(owner, true)
+    }
+
+    fn with_links(owner: &Arc<Heap>, wide: bool) -> Arc<Span> {
         Arc::new(Span {
             remote: AtomicUsize::new(0),
             owner: AtomicUsize::new(Arc::as_ptr(owner) as usize),
             delayed_next: AtomicUsize::new(0),
+            wide,
         })
     }
 }
@@ -79,12 +96,12 @@ impl Span {
 /// Walks a taken list (its head and the count the remote word gave with it), returning its
 /// blocks; the count must be the list's length, which the runtime's owner takes on trust when it
 /// takes a list without walking it.
-fn walk((mut b, count): (usize, usize)) -> Vec<usize> {
+fn walk((mut b, count): (usize, usize), wide: bool) -> Vec<usize> {
     let mut out = Vec::new();
     while b != 0 {
         out.push(b);
-        // SAFETY: the list was taken by this thread; its blocks are in the arena.
-        b = unsafe { proto::link_of(b) };
+        // SAFETY: the list was taken by this thread; its blocks are in the arena, 8-byte slots.
+        b = unsafe { proto::link_as(b, wide) };
     }
     assert_eq!(
         out.len(),
@@ -120,7 +137,7 @@ fn free(span: &Span, b: usize) -> Pushed {
 fn free_batch(span: &Span, blocks: &[usize]) -> Pushed {
     for w in blocks.windows(2) {
         // SAFETY: arena blocks this thread freed and owns until the push publishes them.
-        unsafe { proto::set_link(w[1], w[0]) };
+        unsafe { proto::set_link_as(w[1], w[0], span.wide) };
     }
     let (head, tail) = (blocks[blocks.len() - 1], blocks[0]);
     // SAFETY: arena blocks freed once; heap addresses in owner words are live `Heap`s (the
@@ -132,7 +149,7 @@ fn free_batch(span: &Span, blocks: &[usize]) -> Pushed {
             head,
             tail,
             blocks.len(),
-            false,
+            span.wide,
             &Gate,
             |h| {
                 let heap = &*(h as *const Heap);
@@ -178,7 +195,7 @@ impl Owner {
 
     /// `collect_remote`.
     fn collect(&mut self) -> u32 {
-        let got = walk(proto::take_remote(&self.span.remote));
+        let got = walk(proto::take_remote(&self.span.remote), self.span.wide);
         self.used -= got.len() as u32;
         self.got.extend(&got);
         got.len() as u32
@@ -314,16 +331,16 @@ fn new_heap() -> Arc<Heap> {
 fn remote_free_and_collect() {
     loom::model(|| {
         let heap = new_heap();
-        let span = Span::new(&heap);
+        let span = Span::new_wide(&heap);
         let (b1, b2) = (block(11), block(12));
         let s1 = span.clone();
         let t1 = loom::thread::spawn(move || free(&s1, b1));
         let s2 = span.clone();
         let t2 = loom::thread::spawn(move || free(&s2, b2));
-        let mut got = walk(proto::take_remote(&span.remote));
+        let mut got = walk(proto::take_remote(&span.remote), span.wide);
         assert_eq!(t1.join().unwrap(), Pushed::ToSpan);
         assert_eq!(t2.join().unwrap(), Pushed::ToSpan);
-        got.extend(walk(proto::take_remote(&span.remote)));
+        got.extend(walk(proto::take_remote(&span.remote), span.wide));
         got.sort();
         assert_eq!(got, vec![b1, b2]);
         assert_eq!(heap.delayed.load(Ordering::Relaxed), 0);
@@ -555,7 +572,7 @@ fn batch_races_owner_exit_and_adoption() {
     b.preemption_bound = Some(3);
     b.check(|| {
         let heap = new_heap();
-        let span = Span::new(&heap);
+        let span = Span::new_wide(&heap);
         let mut o = Owner::new(heap.clone(), span.clone(), 3);
         o.park_full();
         let (b1, b2, b3) = (block(41), block(42), block(43));
