@@ -503,7 +503,7 @@ impl Collected {
 /// are handed over first, and every other thread is asked to hand its own over at its next
 /// refill or its next free into another span (a thread's exit hands them over too). Until then a
 /// batch of at most 4 KiB keeps its span in use: a thread that stops allocating and freeing
-/// keeps at most one span per size class from going back.
+/// keeps at most four spans per size class from going back.
 ///
 /// Other threads' heaps are not touched (each thread owns its heap; call `collect()` on each
 /// thread that should trim its own). Live objects are never moved or touched. The cost is a scan

@@ -96,9 +96,11 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
-    /// Per class, frees into a span this heap does not own, gathered and published a batch at a
-    /// time (see `slow::free_batched`).
-    outboxes: [Outbox; SPAN_CLASSES],
+    /// Per class, frees into spans this heap does not own, gathered and published a batch at a
+    /// time, [`OUTBOX_WAYS`] spans at once (see `slow::free_batched`).
+    outboxes: [[Outbox; OUTBOX_WAYS]; SPAN_CLASSES],
+    /// Per class, the outbox a batch for a further span takes the place of.
+    outbox_victim: [Cell<u8>; SPAN_CLASSES],
     /// The last hand-over request (`slow::HANDOVER`) this heap answered.
     handover_seen: Cell<usize>,
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
@@ -132,14 +134,17 @@ impl Heap {
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
             outboxes: [const {
-                Outbox {
-                    span: Cell::new(ptr::null()),
-                    head: Cell::new(0),
-                    tail: Cell::new(0),
-                    room: Cell::new(0),
-                    len: Cell::new(0),
-                }
+                [const {
+                    Outbox {
+                        span: Cell::new(ptr::null()),
+                        head: Cell::new(0),
+                        tail: Cell::new(0),
+                        room: Cell::new(0),
+                        len: Cell::new(0),
+                    }
+                }; OUTBOX_WAYS]
             }; SPAN_CLASSES],
+            outbox_victim: [const { Cell::new(0) }; SPAN_CLASSES],
             handover_seen: Cell::new(0),
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
             all_next: Cell::new(ptr::null_mut()),
@@ -179,6 +184,10 @@ struct Outbox {
     /// Blocks it holds.
     len: Cell<u32>,
 }
+
+/// Spans of one class a heap gathers frees for at once (see `slow::free_batched`): a consumer
+/// fed by several producers frees each class into as many spans, interleaved.
+const OUTBOX_WAYS: usize = 4;
 
 /// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.
 const EMPTY_KEEP: usize = 2 << 20;
