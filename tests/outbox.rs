@@ -174,91 +174,6 @@ fn a_batch_follows_its_span_into_the_pool<const SIZE: usize>() {
     assert_eq!(second[SIZE - 1], 9);
 }
 
-/// Two owner threads each fill a span of `SIZE`-byte blocks and start a second; a freeing thread
-/// frees every block of both first spans, taking them in turn, one of each. Its frees into each
-/// span are batched apart (a class has outboxes for several spans), so the last frees of both
-/// spans wait, and both spans stay, until the freeing thread's `collect()` hands them over. With
-/// a single outbox per class, every change of span would publish, and one span would empty at
-/// once.
-///
-/// `SIZE` is in a class whose span is not a whole number of batches.
-fn interleaved_batches_wait_together<const SIZE: usize>() {
-    specalloc::collect();
-    let base = spans(SIZE);
-    let n = class_objects(class_of(SIZE, 1));
-    let mut owners = Vec::new();
-    let mut asks = Vec::new();
-    let mut firsts = Vec::new();
-    let (said_tx, said_rx) = mpsc::channel();
-    for tag in [5u8, 6] {
-        let (blocks_tx, blocks_rx) = mpsc::channel();
-        let (ask_tx, ask_rx) = mpsc::channel::<()>();
-        let said_tx = said_tx.clone();
-        owners.push(thread::spawn(move || {
-            let first: Vec<Box<[u8; SIZE]>> = (0..n).map(|_| Box::new([tag; SIZE])).collect();
-            let second = std::hint::black_box(Box::new([tag; SIZE]));
-            blocks_tx.send(first).unwrap();
-            // On each request: trim this heap (its emptied spans go back) and say so.
-            while ask_rx.recv().is_ok() {
-                specalloc::collect();
-                said_tx.send(()).unwrap();
-            }
-            second[SIZE - 1]
-        }));
-        asks.push(ask_tx);
-        firsts.push(blocks_rx.recv().unwrap());
-    }
-    // Both owners trim, then the spans of the class in use are counted.
-    let owner_spans = || {
-        for a in &asks {
-            a.send(()).unwrap();
-        }
-        for _ in &asks {
-            said_rx.recv().unwrap();
-        }
-        spans(SIZE) - base
-    };
-    assert_eq!(owner_spans(), 4, "two full spans and two current ones");
-    let (step_tx, step_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let freer = thread::spawn(move || {
-        // A heap of its own first: the frees of a thread that has none yet are not batched.
-        let mine = std::hint::black_box(Box::new(1u64));
-        let b = firsts.pop().unwrap();
-        let a = firsts.pop().unwrap();
-        assert!(a.iter().all(|x| x[SIZE - 1] == 5) && b.iter().all(|x| x[SIZE - 1] == 6));
-        for (x, y) in a.into_iter().zip(b) {
-            drop(x);
-            drop(y);
-        }
-        step_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        specalloc::collect();
-        step_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        assert_eq!(*mine, 1);
-    });
-    step_rx.recv().unwrap();
-    assert_eq!(
-        owner_spans(),
-        4,
-        "the last frees of both spans wait in the freeing thread's batches"
-    );
-    go_tx.send(()).unwrap();
-    step_rx.recv().unwrap();
-    assert_eq!(
-        owner_spans(),
-        2,
-        "the freeing thread's collect() handed both batches over"
-    );
-    go_tx.send(()).unwrap();
-    freer.join().unwrap();
-    drop(asks);
-    for (o, tag) in owners.into_iter().zip([5u8, 6]) {
-        assert_eq!(o.join().unwrap(), tag);
-    }
-}
-
 /// One test, so that nothing else in this binary allocates the classes while it counts spans.
 #[test]
 fn batched_frees_reach_the_owner() {
@@ -266,5 +181,4 @@ fn batched_frees_reach_the_owner() {
     batches_are_handed_over::<850>(Handover::Exit); // 73 blocks of 896 B
     batches_are_handed_over::<660>(Handover::Refill); // 93 blocks of 704 B
     a_batch_follows_its_span_into_the_pool::<600>(); // 102 blocks of 640 B
-    interleaved_batches_wait_together::<800>(); // 73 blocks of 896 B, batches of 4
 }
