@@ -3,6 +3,7 @@
 //! the freeing thread calls `collect()`, refills the class, or exits, so the owner gets every
 //! block back; and a batch follows its span when the owner exits and the span is pooled.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
@@ -174,6 +175,120 @@ fn a_batch_follows_its_span_into_the_pool<const SIZE: usize>() {
     assert_eq!(second[SIZE - 1], 9);
 }
 
+/// Two owner threads each fill a span of `SIZE`-byte blocks and start a second; a freeing thread
+/// frees every block of both first spans, taking them in turn, one of each. Its frees into each
+/// span are batched apart (a class has outboxes for several spans), so the last frees of both
+/// spans wait, and both spans stay, until the freeing thread's `collect()` hands them over. With
+/// a single outbox per class, every change of span would publish, and one span would empty at
+/// once.
+///
+/// `SIZE` is in a class whose span is not a whole number of batches, and that no other case
+/// here uses: a span an earlier case's exited thread left in the pool, with free blocks, would
+/// be adopted by an owner and split its blocks over other spans.
+fn interleaved_batches_wait_together<const SIZE: usize>() {
+    specalloc::collect();
+    let base = spans(SIZE);
+    let n = class_objects(class_of(SIZE, 1));
+    let mut owners = Vec::new();
+    let mut asks = Vec::new();
+    let mut firsts = Vec::new();
+    let (said_tx, said_rx) = mpsc::channel();
+    for tag in [5u8, 6] {
+        let (blocks_tx, blocks_rx) = mpsc::channel();
+        let (ask_tx, ask_rx) = mpsc::channel::<()>();
+        let said_tx = said_tx.clone();
+        owners.push(thread::spawn(move || {
+            // Blocks up to the first one in a fresh span are kept aside: a refill may first
+            // adopt a pooled span with room (another thread's leftovers), whose blocks would not
+            // all be freed here. Nothing else allocates the class meanwhile.
+            let mut aside = Vec::new();
+            let before = spans(SIZE);
+            let mut first = Vec::with_capacity(n);
+            loop {
+                let b = Box::new([tag; SIZE]);
+                if spans(SIZE) > before {
+                    first.push(b);
+                    break;
+                }
+                aside.push(b);
+            }
+            // The fresh span's remaining blocks, in order.
+            first.extend((1..n).map(|_| Box::new([tag; SIZE])));
+            let second = std::hint::black_box(Box::new([tag; SIZE]));
+            blocks_tx.send(first).unwrap();
+            // On each request: trim this heap (its emptied spans go back) and say so.
+            while ask_rx.recv().is_ok() {
+                specalloc::collect();
+                said_tx.send(()).unwrap();
+            }
+            assert!(aside.iter().all(|b| b[SIZE - 1] == tag));
+            second[SIZE - 1]
+        }));
+        asks.push(ask_tx);
+        firsts.push(blocks_rx.recv().unwrap());
+    }
+    // Both owners trim, then the spans of the class in use are counted.
+    let owner_spans = || {
+        for a in &asks {
+            a.send(()).unwrap();
+        }
+        for _ in &asks {
+            said_rx.recv().unwrap();
+        }
+        spans(SIZE) - base
+    };
+    // Each owner's fresh span, full, and its current one, beside any span it adopted.
+    let with_both = owner_spans();
+    assert!(with_both >= 4, "two full spans and two current ones");
+    // The freeing thread waits by spinning, not on a channel: a thread that blocks for the
+    // first time allocates (its parking state), and an allocation's refill answers the
+    // hand-over that the owners' `collect()` asks of every thread, which would publish the
+    // batches under test.
+    let stage = std::sync::Arc::new(AtomicUsize::new(0));
+    let wait_for = |stage: &AtomicUsize, n: usize| {
+        while stage.load(Ordering::Acquire) != n {
+            thread::yield_now();
+        }
+    };
+    let freer = thread::spawn({
+        let stage = stage.clone();
+        move || {
+            // A heap of its own first: the frees of a thread that has none yet are not batched.
+            let mine = std::hint::black_box(Box::new(1u64));
+            let b = firsts.pop().unwrap();
+            let a = firsts.pop().unwrap();
+            assert!(a.iter().all(|x| x[SIZE - 1] == 5) && b.iter().all(|x| x[SIZE - 1] == 6));
+            for (x, y) in a.into_iter().zip(b) {
+                drop(x);
+                drop(y);
+            }
+            stage.store(1, Ordering::Release);
+            wait_for(&stage, 2);
+            specalloc::collect();
+            stage.store(3, Ordering::Release);
+            assert_eq!(*mine, 1);
+        }
+    });
+    wait_for(&stage, 1);
+    assert_eq!(
+        owner_spans(),
+        with_both,
+        "the last frees of both spans wait in the freeing thread's batches"
+    );
+    stage.store(2, Ordering::Release);
+    wait_for(&stage, 3);
+    assert_eq!(
+        owner_spans(),
+        with_both - 2,
+        "the freeing thread's collect() handed both batches over"
+    );
+    freer.join().unwrap();
+    drop(asks);
+    for (o, tag) in owners.into_iter().zip([5u8, 6]) {
+        assert_eq!(o.join().unwrap(), tag);
+    }
+}
+
 /// One test, so that nothing else in this binary allocates the classes while it counts spans.
 #[test]
 fn batched_frees_reach_the_owner() {
@@ -181,4 +296,5 @@ fn batched_frees_reach_the_owner() {
     batches_are_handed_over::<850>(Handover::Exit); // 73 blocks of 896 B
     batches_are_handed_over::<660>(Handover::Refill); // 93 blocks of 704 B
     a_batch_follows_its_span_into_the_pool::<600>(); // 102 blocks of 640 B
+    interleaved_batches_wait_together::<560>(); // 113 blocks of 576 B, batches of 7
 }
