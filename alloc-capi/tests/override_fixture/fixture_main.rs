@@ -19,6 +19,7 @@ extern "C" {
 fn main() {
     // C's malloc is specalloc's: each block is counted, and all of it usable.
     let before = specalloc::stats();
+    // SAFETY: C's malloc through the fixture's wrapper; each block is freed once, below.
     let blocks: Vec<*mut c_void> = (0..1000).map(|i| unsafe { c_alloc(10 + i * 7) }).collect();
     let mid = specalloc::stats();
     assert!(
@@ -74,6 +75,7 @@ fn main() {
                         if i % 10 == 0 {
                             kept.push(p as usize);
                         } else {
+                            // SAFETY: allocated just above and not kept: freed once.
                             unsafe { c_free(p) };
                         }
                     }
