@@ -140,7 +140,6 @@ impl Heap {
                         head: Cell::new(0),
                         tail: Cell::new(0),
                         room: Cell::new(0),
-                        len: Cell::new(0),
                     }
                 }; OUTBOX_WAYS]
             }; SPAN_CLASSES],
@@ -179,10 +178,9 @@ struct Outbox {
     head: Cell<usize>,
     /// The block freed first.
     tail: Cell<usize>,
-    /// Blocks the outbox still takes before it publishes them.
+    /// Blocks the outbox still takes before it publishes them (it holds its class's limit,
+    /// `slow::outbox_limit`, less this).
     room: Cell<u32>,
-    /// Blocks it holds.
-    len: Cell<u32>,
 }
 
 /// Spans of one class a heap gathers frees for at once (see `slow::free_batched`): a consumer

@@ -399,9 +399,7 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
         if ptr::eq(ob.span.get(), span) {
             // SAFETY: the outbox holds a chain of `span`'s blocks, and `p` is one more.
             unsafe { append(ob, class, p) };
-            let room = ob.room.get() - 1;
-            ob.room.set(room);
-            if room == 0 {
+            if ob.room.get() == 0 {
                 // SAFETY: the outbox holds a chain of `span`'s freed blocks.
                 unsafe { publish(ob) };
             }
@@ -421,19 +419,23 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
             &set[v]
         }
     };
-    let limit = (OUTBOX_BYTES / span_block_size(class)).clamp(1, OUTBOX_BLOCKS);
+    let limit = outbox_limit(class);
     ob.span.set(span);
     ob.head.set(p as usize);
     ob.tail.set(p as usize);
     ob.room.set(limit as u32 - 1);
-    ob.len.set(1);
     if limit == 1 {
         // SAFETY: a chain of one block of `span`.
         unsafe { publish(ob) };
     }
 }
 
-/// Puts `p` at the head of the chain an outbox of `class` holds.
+/// Blocks an outbox of `class` gathers before it publishes them.
+fn outbox_limit(class: usize) -> usize {
+    (OUTBOX_BYTES / span_block_size(class)).clamp(1, OUTBOX_BLOCKS)
+}
+
+/// Puts `p` at the head of the chain an outbox of `class` holds (which has room for it).
 ///
 /// # Safety
 /// The outbox holds a chain of a span's freed blocks; `p` is a freed block of the same span,
@@ -444,7 +446,7 @@ unsafe fn append(ob: &Outbox, class: usize, p: *mut u8) {
     // class other than the tiny one holds a pointer.
     unsafe { remote::set_link_as(p as usize, ob.head.get(), class != TINY_CLASS) };
     ob.head.set(p as usize);
-    ob.len.set(ob.len.get() + 1);
+    ob.room.set(ob.room.get() - 1);
 }
 
 /// Publishes the chain an outbox holds and empties it.
@@ -457,18 +459,11 @@ unsafe fn publish(ob: &Outbox) {
     let span = unsafe { &*ob.span.get() };
     ob.span.set(ptr::null());
     // The span holds a block of the chain, so its class is still the outbox's.
-    let wide = !span.is_narrow();
+    let class = span.class.get() as usize;
+    let len = outbox_limit(class) - ob.room.get() as usize;
     // SAFETY: a chain of freed blocks of `span`, linked by `free_batched`, ours until published
     // (the push's common case is tried first inside).
-    unsafe {
-        free_other_chain(
-            span,
-            ob.head.get(),
-            ob.tail.get(),
-            ob.len.get() as usize,
-            wide,
-        )
-    };
+    unsafe { free_other_chain(span, ob.head.get(), ob.tail.get(), len, class != TINY_CLASS) };
 }
 
 /// Frees `p`, a block of `class`, into `span` at once, from a thread with a heap: a pooled
