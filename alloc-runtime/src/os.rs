@@ -275,6 +275,16 @@ pub(crate) unsafe fn decommit(ptr: *mut u8, size: usize) -> bool {
     unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) == 0 }
 }
 
+/// Asks which pages of `[ptr, ptr + len)` (`ptr` page-aligned) are resident (`mincore`): bit 0
+/// of `out[i]` is set when page `i` is. Returns false when the OS refused (a page not mapped);
+/// `out` must have a byte for every page.
+pub(crate) fn residency(ptr: *const u8, len: usize, out: &mut [u8]) -> bool {
+    assert!(len.div_ceil(OS_PAGE) <= out.len(), "a byte for every page");
+    // SAFETY: mincore only reads the page tables and writes one byte per page of the range
+    // into `out`, which has that many; an unmapped range is an error, not a fault.
+    unsafe { libc::mincore(ptr as *mut libc::c_void, len, out.as_mut_ptr()) == 0 }
+}
+
 /// Tells the OS that `[ptr, ptr + size)` may be taken back lazily (`MADV_FREE`): the pages stay
 /// resident and keep their contents until the kernel needs memory, when it drops them (they then
 /// read zero). Writing a page before that keeps it, with no fault. Returns the `errno` when the

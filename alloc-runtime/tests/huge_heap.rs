@@ -1,7 +1,8 @@
 //! Huge objects (over 1 MiB) come from memory the allocator already holds: buffers of varying
 //! sizes replaced at random land on resident pages (few page faults, no mapping each), a
 //! growing object extends into the free pages behind it, large zeroed objects on reused pages
-//! read zero without being touched page by page (those up to 8 MiB are cleared in place),
+//! read zero without being touched page by page (those up to 8 MiB are cleared in place, but
+//! for the pages no object touched),
 //! freed pages decay (`MADV_FREE`, then `MADV_DONTNEED`, then unmapped) on the page policy's
 //! clock, free bytes past the resident bound go back from the end of the longest free run, and
 //! a program churning within its recent footprint faults few pages in again (the resident bound
@@ -151,6 +152,44 @@ fn small_zeroed_on_resident_pages_is_cleared_in_place() {
     assert!(
         faults < 256,
         "{faults} faults using a zeroed 6 MiB block on reused pages"
+    );
+}
+
+/// A zeroed block on a run whose last object used only a tenth of it writes no page of the
+/// rest, which no object touched: those pages stay out of memory, as a fresh mapping's do
+/// (clearing the whole block with stores made all of it resident).
+fn partly_used_zeroed_stays_partly_resident() {
+    let l = Layout::from_size_align(6 * MIB, 8).unwrap();
+    // The free runs go back to the OS: the run the next block takes is not resident.
+    specalloc_runtime::collect();
+    let p = specalloc_runtime::alloc(l);
+    assert!(!p.is_null());
+    // SAFETY: a live block of 6 MiB, its first tenth written and a byte at the end of two of
+    // its other pages (which the clearing must find), then freed.
+    unsafe {
+        p.write_bytes(5, l.size() / 10);
+        p.add(l.size() / 2 + 4095).write(7);
+        p.add(l.size() - 1).write(7);
+        specalloc_runtime::dealloc(p, l);
+    }
+    let rss0 = rss();
+    let q = specalloc_runtime::alloc_zeroed(l);
+    assert_eq!(
+        q, p,
+        "the zeroed block should take the run just freed, the only resident one"
+    );
+    let grown = rss().saturating_sub(rss0);
+    // SAFETY: a live zeroed block of 6 MiB, read whole, its first tenth written, then freed.
+    unsafe {
+        assert!(std::slice::from_raw_parts(q, l.size())
+            .iter()
+            .all(|&b| b == 0));
+        q.write_bytes(6, l.size() / 10);
+        specalloc_runtime::dealloc(q, l);
+    }
+    assert!(
+        grown < MIB,
+        "RSS grew by {grown} B for a zeroed 6 MiB block whose run was a tenth resident"
     );
 }
 
@@ -448,6 +487,7 @@ fn huge_objects_reuse_memory_the_allocator_holds() {
     replaced_buffers_reuse_resident_pages();
     zeroed_on_reused_pages_is_not_touched();
     small_zeroed_on_resident_pages_is_cleared_in_place();
+    partly_used_zeroed_stays_partly_resident();
     free_runs_decay_on_the_clock();
     excess_goes_from_the_longest_runs_end();
     churn_within_the_recent_footprint_reuses_pages();
