@@ -5,18 +5,19 @@
 //! `__tls_get_addr`. Every peer allocator uses the initial-exec model instead (one load from the
 //! GOT, added to the thread pointer). Stable Rust has no switch for it, so with the
 //! `initial-exec-tls` feature (on in the builds of `libspecalloc.so` and `libspecalloc.a`), on
-//! x86_64 Linux, the thread-locals are one block, [`ThreadLocals`], defined in assembly
-//! (`.tdata`, a hidden symbol) and read with inline assembly through its `@GOTTPOFF` GOT entry
-//! added to `fs:0`. A Rust executable keeps `thread_local!`: compiled into the executable, it
-//! is read at a constant offset from `fs` (local-exec), one instruction where the assembly's
-//! sequence, even relaxed by the linker, takes three.
+//! x86_64 and aarch64 Linux, the thread-locals are one block, [`ThreadLocals`], defined in
+//! assembly (`.tdata`, a hidden symbol) and read with inline assembly through its GOT entry
+//! (`@GOTTPOFF` on x86_64, `:gottprel:` on aarch64) added to the thread pointer (`fs:0`,
+//! `tpidr_el0`). A Rust executable keeps `thread_local!`: compiled into the executable, it is
+//! read at a constant offset from the thread pointer (local-exec), one instruction where the
+//! assembly's sequence, even relaxed by the linker, takes three.
 //!
 //! The price, as for every peer: a shared library that uses initial-exec TLS and is loaded with
 //! `dlopen` (not preloaded and not linked at start) must fit glibc's static TLS surplus (about
 //! 1.6 KiB shared by all such libraries; this block is 24 bytes), or `dlopen` fails with "cannot
 //! allocate memory in static TLS block". The `local-dynamic-tls` feature (as mimalloc's
 //! `local_dynamic_tls`) keeps `thread_local!` for programs that must `dlopen` the library late;
-//! other targets (aarch64 among them, until it is verified here) use `thread_local!` always.
+//! other targets use `thread_local!` always.
 
 use core::cell::Cell;
 
@@ -38,7 +39,7 @@ pub(super) struct ThreadLocals {
 
 #[cfg(all(
     target_os = "linux",
-    target_arch = "x86_64",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
     feature = "initial-exec-tls",
     not(feature = "local-dynamic-tls")
 ))]
@@ -89,6 +90,7 @@ mod imp {
     );
 
     /// This thread's block: the thread pointer (`fs:0`) plus the block's offset from the GOT.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(in crate::heap) fn locals() -> &'static ThreadLocals {
         let p: usize;
@@ -111,8 +113,35 @@ mod imp {
         }
     }
 
+    /// This thread's block: the thread pointer (`tpidr_el0`) plus the block's offset from the
+    /// GOT.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub(in crate::heap) fn locals() -> &'static ThreadLocals {
+        let p: usize;
+        // SAFETY: `tpidr_el0` holds the thread pointer on aarch64 Linux, and the GOT entry the
+        // linker made for the symbol (`:gottprel:`) holds the block's offset from it
+        // (R_AARCH64_TLS_TPREL64); the sum is this thread's copy of the block, which lives as
+        // long as the thread. The asm only reads (the thread pointer and the GOT entry, neither
+        // of which changes while this thread runs: `pure` lets the compiler reuse the result).
+        unsafe {
+            core::arch::asm!(
+                "mrs {p}, tpidr_el0",
+                concat!("adrp {o}, :gottprel:", symbol!()),
+                concat!("ldr {o}, [{o}, #:gottprel_lo12:", symbol!(), "]"),
+                "add {p}, {p}, {o}",
+                p = out(reg) p,
+                o = out(reg) _,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+            // SAFETY: as on x86_64 above.
+            &*(p as *const ThreadLocals)
+        }
+    }
+
     /// This thread's heap, read in one instruction off the thread pointer (`fs:[offset]`)
     /// rather than by adding the thread pointer to the offset first.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(in crate::heap) fn heap() -> *mut super::Heap {
         let h: *mut super::Heap;
@@ -130,11 +159,35 @@ mod imp {
         }
         h
     }
+
+    /// This thread's heap, read with the thread pointer as the base and the block's offset
+    /// (its first field's) as the index.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub(in crate::heap) fn heap() -> *mut super::Heap {
+        let h: *mut super::Heap;
+        // SAFETY: as in `locals`: the GOT entry holds the block's offset from the thread
+        // pointer, and `heap` is the block's first field (checked above). Not `pure`: the field
+        // changes when the thread gets or gives up its heap; `readonly` orders the read after
+        // those writes.
+        unsafe {
+            core::arch::asm!(
+                "mrs {t}, tpidr_el0",
+                concat!("adrp {h}, :gottprel:", symbol!()),
+                concat!("ldr {h}, [{h}, #:gottprel_lo12:", symbol!(), "]"),
+                "ldr {h}, [{t}, {h}]",
+                h = out(reg) h,
+                t = out(reg) _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+        h
+    }
 }
 
 #[cfg(not(all(
     target_os = "linux",
-    target_arch = "x86_64",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
     feature = "initial-exec-tls",
     not(feature = "local-dynamic-tls")
 )))]
