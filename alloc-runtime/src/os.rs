@@ -26,10 +26,35 @@
 
 use core::ffi::CStr;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// The OS page size assumed for `madvise`/`mremap` granularity (checked at first use).
+/// The OS page size assumed for `madvise`/`mremap` granularity (checked at the first mapping:
+/// see [`check_page_size`]).
 pub const OS_PAGE: usize = 4096;
+
+/// Set once the kernel's page size was found to be [`OS_PAGE`].
+static PAGE_CHECKED: AtomicBool = AtomicBool::new(false);
+
+/// Stops the process with a message unless the kernel's pages are [`OS_PAGE`] bytes. The
+/// runtime advises, drops and remaps memory at that granularity: on a kernel with larger pages
+/// (aarch64 kernels built for 16 or 64 KiB pages) `madvise` would round a range up into the
+/// memory of the objects beside it.
+fn check_page_size() {
+    if PAGE_CHECKED.load(Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page != OS_PAGE as libc::c_long {
+        write_stderr(
+            b"specalloc: this kernel's memory pages are not 4 KiB; specalloc supports 4 KiB \
+              pages only\n",
+        );
+        // SAFETY: abort has no preconditions; it does not return.
+        unsafe { libc::abort() }
+    }
+    PAGE_CHECKED.store(true, Ordering::Relaxed);
+}
 
 /// The largest mapping ever asked of the kernel: 2^47 bytes (128 TiB), the user address space
 /// of x86-64 and AArch64 with 4-level page tables (with 5-level tables the kernel still places
@@ -47,6 +72,7 @@ pub(crate) fn map(size: usize) -> Option<NonNull<u8>> {
 
 fn mmap_anon(size: usize, flags: libc::c_int) -> Option<NonNull<u8>> {
     debug_assert!(size.is_multiple_of(OS_PAGE) && size > 0);
+    check_page_size();
     if size > MAX_MAPPING {
         return None;
     }

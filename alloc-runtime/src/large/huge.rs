@@ -116,7 +116,8 @@ const ZERO_BY_STORES_MAX: usize = 8 << 20;
 /// every page of a 256 MiB `vec![0u8; N]`). Clears with stores if the kernel refuses.
 ///
 /// # Safety
-/// `[p, p + size)` is part of a huge object's run of ours that nothing else uses.
+/// `p` is page-aligned, and `[p, p + size)` rounded up to the page is part of a huge object's
+/// run of ours that nothing else uses (whole pages past `size` may be dropped).
 unsafe fn clear_reused(p: *mut u8, size: usize) {
     if size <= ZERO_BY_STORES_MAX {
         // SAFETY: the caller guarantees the range is ours and unused, and `p` is page-aligned.
@@ -148,6 +149,8 @@ unsafe fn clear_reused(p: *mut u8, size: usize) {
 unsafe fn clear_pages(p: *mut u8, size: usize) {
     /// Pages asked about per `mincore` call.
     const BATCH: usize = 256;
+    // (A successful allocation leaves `errno` as it found it.)
+    let _errno = os::KeepErrno::new();
     let pages = size.div_ceil(OS_PAGE);
     let mut vec = [0u8; BATCH];
     let mut first = 0;
