@@ -89,42 +89,26 @@ mod imp {
         empty = sym EMPTY_HEAP,
     );
 
-    /// This thread's block: the thread pointer (`fs:0`) plus the block's offset from the GOT.
-    #[cfg(target_arch = "x86_64")]
+    /// This thread's block: the thread pointer (`fs:0` on x86_64, `tpidr_el0` on aarch64) plus
+    /// the block's offset from the GOT.
     #[inline(always)]
     pub(in crate::heap) fn locals() -> &'static ThreadLocals {
         let p: usize;
-        // SAFETY: `fs:0` holds the thread pointer on x86_64 Linux, and the GOT entry the linker
-        // made for the symbol holds the block's offset from it (R_X86_64_TPOFF64); the sum is
+        // SAFETY: the thread pointer is `fs:0` on x86_64 Linux and `tpidr_el0` on aarch64
+        // Linux, and the GOT entry the linker made for the symbol (`@GOTTPOFF`, `:gottprel:`)
+        // holds the block's offset from it (R_X86_64_TPOFF64, R_AARCH64_TLS_TPREL64); the sum is
         // this thread's copy of the block, which lives as long as the thread. The asm only
         // reads (the thread pointer and the GOT entry, neither of which changes while this
         // thread runs: `pure` lets the compiler reuse the result).
         unsafe {
+            #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
                 "mov {p}, qword ptr fs:[0]",
                 concat!("add {p}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 p = out(reg) p,
                 options(pure, readonly, nostack),
             );
-            // SAFETY: see above; the block holds a valid `ThreadLocals` from the thread's start
-            // (its initial image), and `Cell`s are `!Sync`, so the reference cannot leave the
-            // thread.
-            &*(p as *const ThreadLocals)
-        }
-    }
-
-    /// This thread's block: the thread pointer (`tpidr_el0`) plus the block's offset from the
-    /// GOT.
-    #[cfg(target_arch = "aarch64")]
-    #[inline(always)]
-    pub(in crate::heap) fn locals() -> &'static ThreadLocals {
-        let p: usize;
-        // SAFETY: `tpidr_el0` holds the thread pointer on aarch64 Linux, and the GOT entry the
-        // linker made for the symbol (`:gottprel:`) holds the block's offset from it
-        // (R_AARCH64_TLS_TPREL64); the sum is this thread's copy of the block, which lives as
-        // long as the thread. The asm only reads (the thread pointer and the GOT entry, neither
-        // of which changes while this thread runs: `pure` lets the compiler reuse the result).
-        unsafe {
+            #[cfg(target_arch = "aarch64")]
             core::arch::asm!(
                 "mrs {p}, tpidr_el0",
                 concat!("adrp {o}, :gottprel:", symbol!()),
@@ -134,14 +118,16 @@ mod imp {
                 o = out(reg) _,
                 options(pure, readonly, nostack, preserves_flags),
             );
-            // SAFETY: as on x86_64 above.
+            // SAFETY: see above; the block holds a valid `ThreadLocals` from the thread's start
+            // (its initial image), and `Cell`s are `!Sync`, so the reference cannot leave the
+            // thread.
             &*(p as *const ThreadLocals)
         }
     }
 
-    /// This thread's heap, read in one instruction off the thread pointer (`fs:[offset]`)
-    /// rather than by adding the thread pointer to the offset first.
-    #[cfg(target_arch = "x86_64")]
+    /// This thread's heap, read off the thread pointer with the block's offset (its first
+    /// field's): on x86_64 in one instruction (`fs:[offset]`), on aarch64 with the thread
+    /// pointer as the base and the offset as the index.
     #[inline(always)]
     pub(in crate::heap) fn heap() -> *mut super::Heap {
         let h: *mut super::Heap;
@@ -150,27 +136,14 @@ mod imp {
         // changes when the thread gets or gives up its heap; `readonly` orders the read after
         // those writes.
         unsafe {
+            #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
                 concat!("mov {h}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 "mov {h}, qword ptr fs:[{h}]",
                 h = out(reg) h,
                 options(readonly, nostack, preserves_flags),
             );
-        }
-        h
-    }
-
-    /// This thread's heap, read with the thread pointer as the base and the block's offset
-    /// (its first field's) as the index.
-    #[cfg(target_arch = "aarch64")]
-    #[inline(always)]
-    pub(in crate::heap) fn heap() -> *mut super::Heap {
-        let h: *mut super::Heap;
-        // SAFETY: as in `locals`: the GOT entry holds the block's offset from the thread
-        // pointer, and `heap` is the block's first field (checked above). Not `pure`: the field
-        // changes when the thread gets or gives up its heap; `readonly` orders the read after
-        // those writes.
-        unsafe {
+            #[cfg(target_arch = "aarch64")]
             core::arch::asm!(
                 "mrs {t}, tpidr_el0",
                 concat!("adrp {h}, :gottprel:", symbol!()),
