@@ -94,12 +94,11 @@ mod imp {
     #[inline(always)]
     pub(in crate::heap) fn locals() -> &'static ThreadLocals {
         let p: usize;
-        // SAFETY: the thread pointer is `fs:0` on x86_64 Linux and `tpidr_el0` on aarch64
-        // Linux, and the GOT entry the linker made for the symbol (`@GOTTPOFF`, `:gottprel:`)
-        // holds the block's offset from it (R_X86_64_TPOFF64, R_AARCH64_TLS_TPREL64); the sum is
-        // this thread's copy of the block, which lives as long as the thread. The asm only
-        // reads (the thread pointer and the GOT entry, neither of which changes while this
-        // thread runs: `pure` lets the compiler reuse the result).
+        // The asm only reads the thread pointer and the GOT entry, neither of which changes
+        // while this thread runs: `pure` lets the compiler reuse the result.
+        // SAFETY: the thread pointer (`fs:0`, `tpidr_el0`) plus the offset in the symbol's GOT
+        // entry (`@GOTTPOFF`, `:gottprel:`; R_X86_64_TPOFF64, R_AARCH64_TLS_TPREL64) is this
+        // thread's copy of the block, which lives as long as the thread.
         unsafe {
             #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
@@ -131,10 +130,10 @@ mod imp {
     #[inline(always)]
     pub(in crate::heap) fn heap() -> *mut super::Heap {
         let h: *mut super::Heap;
+        // Not `pure`: the field changes when the thread gets or gives up its heap; `readonly`
+        // orders the read after those writes.
         // SAFETY: as in `locals`: the GOT entry holds the block's offset from the thread
-        // pointer, and `heap` is the block's first field (checked above). Not `pure`: the field
-        // changes when the thread gets or gives up its heap; `readonly` orders the read after
-        // those writes.
+        // pointer, and `heap` is the block's first field (checked above).
         unsafe {
             #[cfg(target_arch = "x86_64")]
             core::arch::asm!(

@@ -109,8 +109,9 @@ unsafe fn write_header(base: usize, len: usize, size: usize, align: usize) {
 /// of memory.
 const ZERO_BY_STORES_MAX: usize = 8 << 20;
 
-/// Makes the first `size` bytes of a reused run at `p` (page-aligned) read zero: with stores up
-/// to [`ZERO_BY_STORES_MAX`]; past it without touching them: the pages are dropped
+/// Makes the first `size` bytes of a reused run at `p` (page-aligned) read zero: up to
+/// [`ZERO_BY_STORES_MAX`] with stores where a resident page needs them ([`clear_pages`]); past
+/// it without touching them: the pages are dropped
 /// (`MADV_DONTNEED`) and read zero when next touched, as a fresh mapping's do, so a large
 /// zeroed allocation costs no time and no RSS until it is used (clearing with stores faulted in
 /// every page of a 256 MiB `vec![0u8; N]`). Clears with stores if the kernel refuses.
