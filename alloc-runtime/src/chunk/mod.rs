@@ -220,6 +220,7 @@ fn new_chunk() -> Option<*mut Chunk> {
 }
 
 /// A run of pages from the page heap, described by the span descriptor of its first page.
+#[derive(Clone, Copy)]
 pub(crate) struct PageRun {
     /// The descriptor; its `start` and `npages` are set, its other fields are stale.
     pub(crate) span: *mut Span,
@@ -239,6 +240,21 @@ const _: () = assert!(HEADER_PAGES <= MAX_ALIGN_PAGES);
 /// a new chunk, calls `release` once (it gives memory back elsewhere, the cache of freed huge
 /// mappings, and says how much) and tries again. Returns `None` when the OS refuses more memory.
 pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -> Option<PageRun> {
+    alloc_runs(npages, align, release, &mut []).map(|(run, _)| run)
+}
+
+/// As [`alloc_pages`], and then, under the same lock, up to `more.len()` further runs of
+/// `npages` pages, the ones right behind it, into `more`: as long as they are free and taking
+/// them keeps the placement's preference for pages that hold memory (their pages all do, or the
+/// free pages that do are fewer than a run). Returns the first run and how many went to `more`.
+/// A thread takes its spans' pages this way a few at a time (`heap/reserve.rs`): one lock and
+/// one search instead of one each.
+pub(crate) fn alloc_runs(
+    npages: usize,
+    align: usize,
+    release: fn() -> usize,
+    more: &mut [PageRun],
+) -> Option<(PageRun, usize)> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
     debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
@@ -252,7 +268,7 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
             let cr = unsafe { &*c };
             if cr.free_pages.get() >= npages {
                 if let Some(first) = find_run(cr, npages, true, align) {
-                    return Some(take_run(ph, c, first, npages));
+                    return Some(take_runs(ph, c, first, npages, more));
                 }
             }
             c = cr.next.get();
@@ -262,7 +278,7 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
     // adds to the resident total, as few new pages as it can.
     if align == 1 && ph.dirty_free + ph.lazy_free > 0 {
         if let Some((chunk, first)) = most_resident_run(&ph, npages) {
-            return Some(take_run(ph, chunk, first, npages));
+            return Some(take_runs(ph, chunk, first, npages, more));
         }
     }
     let mut c = ph.chunks;
@@ -298,7 +314,7 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
         }
         c = cr.next.get();
     };
-    Some(take_run(ph, chunk, first, npages))
+    Some(take_runs(ph, chunk, first, npages, more))
 }
 
 /// Chunks searched at most for [`most_resident_run`] (those with free pages that hold memory).
@@ -347,28 +363,57 @@ fn claim(ph: &mut PageHeap, cr: &Chunk, first: usize, n: usize) -> usize {
     dirty
 }
 
-/// Hands out the free run of `npages` pages at page `first` of `chunk`.
-fn take_run(
+/// Hands out the free run of `npages` pages at page `first` of `chunk`, and the free runs of
+/// as many pages right behind it into `more` (see [`alloc_runs`]); then runs the page-return
+/// policy and lets the lock go. Returns the first run and how many went to `more`.
+fn take_runs(
     mut ph: crate::lock::SpinGuard<'_, PageHeap>,
     chunk: *mut Chunk,
     first: usize,
     npages: usize,
-) -> PageRun {
+    more: &mut [PageRun],
+) -> (PageRun, usize) {
+    let run = take_one(&mut ph, chunk, first, npages);
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };
-    let resident = ph.dirty_free + ph.lazy_free;
-    let held = claim(&mut ph, cr, first, npages);
-    if resident >= npages {
-        ph.misfit_cur += npages - held;
+    let mut n = 0;
+    let mut next = first + npages;
+    while n < more.len()
+        && next + npages <= PAGES_PER_CHUNK
+        && count_set(&cr.free_bits, next, npages) == npages
+    {
+        // Pages that hold no memory while free ones that do are left: the placement would
+        // have taken those.
+        let held = count_set(&cr.dirty_bits, next, npages);
+        if held < npages && ph.dirty_free + ph.lazy_free >= npages {
+            break;
+        }
+        more[n] = take_one(&mut ph, chunk, next, npages);
+        n += 1;
+        next += npages;
     }
-    let zero = held == 0;
     // Taking clean pages while free ones hold memory (they were too fragmented for this run)
     // may push the resident total past the recent peak.
     if ph.dirty_free + ph.lazy_free > 0 {
         maintain(&mut ph);
     }
     ph.publish();
+    drop(ph);
     crate::stats::note_in_use();
+    (run, n)
+}
+
+/// Takes the free run of `npages` pages at page `first` of `chunk` off the free pages, and sets
+/// up its descriptor's run.
+fn take_one(ph: &mut PageHeap, chunk: *mut Chunk, first: usize, npages: usize) -> PageRun {
+    // SAFETY: `chunk` is a live header and the caller holds the page-heap lock.
+    let cr = unsafe { &*chunk };
+    let resident = ph.dirty_free + ph.lazy_free;
+    let held = claim(ph, cr, first, npages);
+    if resident >= npages {
+        ph.misfit_cur += npages - held;
+    }
+    let zero = held == 0;
     let span = &cr.spans[first] as *const Span as *mut Span;
     for p in first..first + npages {
         cr.page_span[p].set(span);
@@ -378,7 +423,6 @@ fn take_run(
     debug_assert_eq!(s.state.load(Ordering::Relaxed), STATE_FREE);
     s.start.set((chunk as usize + first * PAGE_SIZE) as *mut u8);
     s.npages.set(npages as u32);
-    drop(ph);
     PageRun { span, zero }
 }
 
@@ -418,8 +462,8 @@ pub(crate) unsafe fn extend_pages(span: *mut Span, more: usize) -> bool {
 /// Returns a span's pages to the page heap.
 ///
 /// # Safety
-/// The span must have come from [`alloc_pages`], hold no live block, and be on no list; nothing
-/// may use it afterwards.
+/// The span must have come from [`alloc_pages`] or [`alloc_runs`], hold no live block, and be on
+/// no list; nothing may use it afterwards.
 pub(crate) unsafe fn free_pages(span: *mut Span) {
     // SAFETY: guaranteed by the caller.
     let s = unsafe { &*span };

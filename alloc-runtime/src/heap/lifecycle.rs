@@ -321,7 +321,8 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     pool.free = h;
 }
 
-/// Gives away every span `h` owns: empty ones to the page heap, the others to the central pools.
+/// Gives away every span `h` owns: empty ones to the page heap, the others to the central pools;
+/// and its reserve of page runs to the page heap.
 ///
 /// # Safety
 /// `h` is a heap no thread will use again without taking it from the pool.
@@ -354,6 +355,8 @@ pub(crate) unsafe fn abandon(h: &Heap) {
         unsafe { give_away(s) };
     }
     h.empty_kept.set(0);
+    // 4. The page runs kept for new spans go back to the page heap.
+    super::reserve::release(h);
 }
 
 fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {

@@ -12,6 +12,7 @@
 //! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
 //! | `central.rs` | the per-class pools of spans abandoned by exited threads |
 //! | `owned.rs` | an owner's span operations: collecting remote frees, releasing a span |
+//! | `reserve.rs` | the runs of pages a thread takes for its new spans a few at a time |
 //! | `tls.rs` | the thread-locals that find this thread's heap |
 //! | `mod.rs` | the [`Heap`] struct and the sentinel heap |
 //! | `list.rs` | [`SpanList`], the intrusive doubly linked list of spans |
@@ -57,6 +58,7 @@ mod lifecycle;
 mod list;
 mod miss;
 mod owned;
+mod reserve;
 mod slow;
 mod tls;
 
@@ -89,6 +91,11 @@ pub(crate) struct Heap {
     pub(crate) classes: [ClassCache; SPAN_CLASSES],
     /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
     empty_kept: Cell<usize>,
+    /// Runs of pages taken from the page heap for this heap's next new spans, linked through
+    /// the descriptors' `next` (see `reserve.rs`).
+    reserve: Cell<*mut Span>,
+    /// Pages in [`Heap::reserve`].
+    reserve_pages: Cell<usize>,
     /// Owned spans parked with no free block (all classes).
     full: SpanList,
     /// Spans other threads delivered because they freed into them while parked full (see
@@ -130,6 +137,8 @@ impl Heap {
                 }
             }; SPAN_CLASSES],
             empty_kept: Cell::new(0),
+            reserve: Cell::new(ptr::null_mut()),
+            reserve_pages: Cell::new(0),
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),

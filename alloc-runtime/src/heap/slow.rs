@@ -9,7 +9,6 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use super::owned::{clear_block, collect_remote, release_span};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, Heap, Outbox, EMPTY_KEEP};
-use crate::chunk;
 use crate::remote;
 use crate::span::STATE_SMALL;
 use crate::span::{
@@ -85,10 +84,10 @@ fn refill(h: &Heap, class: usize) -> Option<&Span> {
         }
         retire_current(h, class, s);
     }
-    // A new span from the page heap; first, a few spans that exited threads left behind and
-    // that may have emptied since go back there.
+    // A new span, from this thread's reserve or the page heap; first, a few spans that exited
+    // threads left behind and that may have emptied since go back there.
     central::sweep_next();
-    let run = chunk::alloc_pages(span_pages(class), 1, crate::large::release_cache)?;
+    let run = super::reserve::take(h, span_pages(class))?;
     // SAFETY: the page heap gave us this descriptor and its pages.
     let s = unsafe { &*run.span };
     setup_small(s, class, run.zero);
@@ -534,7 +533,8 @@ pub(super) fn publish_outboxes(h: &Heap) {
 }
 
 /// Gives the calling thread's empty spans (those kept for reuse, and those emptied by remote
-/// frees not yet collected) back to the page heap. Returns the bytes released.
+/// frees not yet collected) and its reserve of page runs back to the page heap. Returns the
+/// bytes released.
 pub(crate) fn trim_thread() -> usize {
     request_handover();
     let heap = current_heap();
@@ -564,5 +564,5 @@ pub(crate) fn trim_thread() -> usize {
         }
     }
     h.empty_kept.set(0);
-    bytes
+    bytes + super::reserve::release(h)
 }
