@@ -464,7 +464,8 @@ pub fn set_page_policy(policy: PagePolicy) {
 /// What [`collect()`] gave back, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Collected {
-    /// Bytes of the calling thread's empty spans handed back to the page heap.
+    /// Bytes of the calling thread's empty spans, and of the runs of pages it held for its next
+    /// spans, handed back to the page heap.
     pub thread_spans: usize,
     /// Bytes of spans that exited threads left with live blocks, all freed since, handed back
     /// to the page heap.
@@ -495,7 +496,8 @@ impl Collected {
 }
 
 /// Returns free memory to the OS now, and says how much: the calling thread's empty spans
-/// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees) and the spans of
+/// (kept for reuse, up to 2 MiB per thread, or emptied by other threads' frees), the runs of
+/// pages it took for its next spans (up to 256 KiB), and the spans of
 /// exited threads whose blocks have all been freed go back to the page heap, every free page of the page heap still resident is released with
 /// `madvise(MADV_DONTNEED)`, and the free runs of freed huge objects are unmapped.
 ///

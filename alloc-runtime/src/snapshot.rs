@@ -90,8 +90,16 @@ pub struct Stats {
     /// is reused.
     pub heaps: usize,
     /// Bytes of pages and mappings in use by the allocator: spans (whole, including their free
-    /// blocks) and large objects. Their peak is [`Stats::peak_in_use`].
+    /// blocks), large objects, and the runs threads hold for new spans ([`Stats::reserved`]). Their peak is [`Stats::peak_in_use`].
     pub pages_in_use: usize,
+    /// Bytes of runs of pages that threads took from the page heap for their next spans, a
+    /// few at a time (at most 256 KiB per thread; given back at thread exit and by
+    /// `collect()`). Counted in [`Stats::pages_in_use`], as the page heap counts them; they
+    /// hold memory only where they were reused pages.
+    pub reserved: usize,
+    /// Times a thread took pages from the page heap, behind its one lock: the runs for new
+    /// spans (several at a time, see [`Stats::reserved`]) and for medium objects.
+    pub page_takes: u64,
     /// Highest `pages_in_use` seen so far.
     pub peak_in_use: usize,
     /// Bytes of free pages still resident, kept for reuse: dirty ones, and those advised with
@@ -143,6 +151,7 @@ pub fn stats() -> Stats {
     let (mut tiny_allocs, mut tiny_frees) =
         (0u64, ORPHAN_FREES[TINY_CLASS].load(Ordering::Relaxed));
     let mut threads = 0;
+    let mut reserved_pages = 0;
     let mut h = heap::all_heaps();
     while !h.is_null() {
         // SAFETY: registry heaps are never freed; their counters are atomics.
@@ -151,6 +160,7 @@ pub fn stats() -> Stats {
             threads += 1;
         }
         remote += hr.remote_frees.load(Ordering::Relaxed);
+        reserved_pages += hr.reserve_pages.load(Ordering::Relaxed);
         tiny_allocs += hr.classes[TINY_CLASS].allocs.load(Ordering::Relaxed);
         tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
         for (c, cs) in classes.iter_mut().enumerate().skip(1) {
@@ -160,6 +170,7 @@ pub fn stats() -> Stats {
         // SAFETY: `h` came from the registry.
         h = unsafe { heap::next_heap(h) };
     }
+    let reserved = reserved_pages * crate::size_class::PAGE_SIZE;
     let mut s = Stats {
         bytes_in_use: 0,
         bytes_mapped: crate::os::MAPPED.load(Ordering::Relaxed),
@@ -175,6 +186,8 @@ pub fn stats() -> Stats {
         free_pages: 0,
         pages_in_use: crate::stats::IN_USE_BYTES.load(Ordering::Relaxed)
             + crate::stats::HUGE_BYTES.load(Ordering::Relaxed),
+        reserved,
+        page_takes: crate::chunk::PAGE_TAKES.load(Ordering::Relaxed),
         peak_in_use: PEAK_IN_USE.load(Ordering::Relaxed),
         free_resident: crate::chunk::DIRTY_FREE_BYTES.load(Ordering::Relaxed),
         free_lazy: crate::chunk::LAZY_FREE_BYTES.load(Ordering::Relaxed),
@@ -287,12 +300,14 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "large: {} objects, {}; chunks {}, free pages {}, central spans {}",
+            "large: {} objects, {}; chunks {}, free pages {}, central spans {}; page takes {}, reserved for new spans {}",
             n(self.large_objects),
             b(self.large_bytes),
             n(self.chunks as u64),
             n(self.free_pages as u64),
-            n(self.central_spans as u64)
+            n(self.central_spans as u64),
+            n(self.page_takes),
+            b(self.reserved)
         )?;
         writeln!(
             f,

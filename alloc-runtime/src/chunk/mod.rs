@@ -106,6 +106,8 @@ struct PageHeap {
     misfit_cur: usize,
     /// The same, in the previous decommit window.
     misfit_prev: usize,
+    /// Times pages were taken (one lock and one search each), published as [`PAGE_TAKES`].
+    takes: u64,
 }
 
 impl PageHeap {
@@ -122,6 +124,7 @@ impl PageHeap {
             Ordering::Relaxed,
         );
         LAZY_FREE_BYTES.store(self.lazy_free * PAGE_SIZE, Ordering::Relaxed);
+        PAGE_TAKES.store(self.takes, Ordering::Relaxed);
     }
 }
 
@@ -139,6 +142,7 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     peak_prev: 0,
     misfit_cur: 0,
     misfit_prev: 0,
+    takes: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
@@ -149,6 +153,9 @@ pub(crate) static DIRTY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static LAZY_FREE_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Bytes of free pages returned to the OS (`MADV_DONTNEED`) so far.
 pub(crate) static RETURNED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Times a thread took pages from the page heap: spans' runs (a few at a time) and medium
+/// objects' runs.
+pub(crate) static PAGE_TAKES: AtomicU64 = AtomicU64::new(0);
 
 // The page-return policy: see `policy.rs` for what it does and why, `decay.rs` for how.
 
@@ -373,6 +380,7 @@ fn take_runs(
     npages: usize,
     more: &mut [PageRun],
 ) -> (PageRun, usize) {
+    ph.takes += 1;
     let run = take_one(&mut ph, chunk, first, npages);
     // SAFETY: `chunk` is a live header and we hold the page-heap lock.
     let cr = unsafe { &*chunk };

@@ -94,8 +94,9 @@ pub(crate) struct Heap {
     /// Runs of pages taken from the page heap for this heap's next new spans, linked through
     /// the descriptors' `next` (see `reserve.rs`).
     reserve: Cell<*mut Span>,
-    /// Pages in [`Heap::reserve`].
-    reserve_pages: Cell<usize>,
+    /// Pages in [`Heap::reserve`]. Written by the owner only (relaxed loads and stores);
+    /// `stats()` reads it from any thread to count reserved pages out of those in use.
+    pub(crate) reserve_pages: AtomicUsize,
     /// Owned spans parked with no free block (all classes).
     full: SpanList,
     /// Spans other threads delivered because they freed into them while parked full (see
@@ -138,7 +139,7 @@ impl Heap {
             }; SPAN_CLASSES],
             empty_kept: Cell::new(0),
             reserve: Cell::new(ptr::null_mut()),
-            reserve_pages: Cell::new(0),
+            reserve_pages: AtomicUsize::new(0),
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),

@@ -19,6 +19,7 @@
 //! its pages read zero.
 
 use core::ptr;
+use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::chunk::{self, PageRun};
@@ -50,7 +51,7 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
                 unsafe { (*prev).next.set(next) };
             }
             s.next.set(ptr::null_mut());
-            h.reserve_pages.set(h.reserve_pages.get() - npages);
+            set_pages(h, pages(h) - npages);
             return Some(PageRun {
                 span: cur,
                 zero: s.bump_zero.get(),
@@ -59,25 +60,19 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
         prev = cur;
         cur = next;
     }
-    let room = (RESERVE_MAX_PAGES.saturating_sub(h.reserve_pages.get()) / npages)
-        .min(RUNS_PER_TAKE - 1);
+    let room = (RESERVE_MAX_PAGES.saturating_sub(pages(h)) / npages).min(RUNS_PER_TAKE - 1);
     let mut more = [PageRun {
         span: ptr::null_mut(),
         zero: false,
     }; RUNS_PER_TAKE - 1];
-    let (run, n) = chunk::alloc_runs(
-        npages,
-        1,
-        crate::large::release_cache,
-        &mut more[..room],
-    )?;
+    let (run, n) = chunk::alloc_runs(npages, 1, crate::large::release_cache, &mut more[..room])?;
     for r in &more[..n] {
         // SAFETY: a run the page heap just gave us, on no list.
         let s = unsafe { &*r.span };
         s.bump_zero.set(r.zero);
         s.next.set(h.reserve.get());
         h.reserve.set(r.span);
-        h.reserve_pages.set(h.reserve_pages.get() + npages);
+        set_pages(h, pages(h) + npages);
     }
     Some(run)
 }
@@ -87,12 +82,12 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
 /// `h` must be this thread's heap, the shared fallback heap with its lock held, or a heap no
 /// thread uses any more.
 pub(super) fn release(h: &Heap) -> usize {
-    let bytes = h.reserve_pages.get() * crate::size_class::PAGE_SIZE;
+    let bytes = pages(h) * crate::size_class::PAGE_SIZE;
     // The page heap may advise pages back to the OS here (at thread exit), which leaves `errno`
     // as it was.
     let _errno = crate::os::KeepErrno::new();
     let mut cur = h.reserve.replace(ptr::null_mut());
-    h.reserve_pages.set(0);
+    set_pages(h, 0);
     while !cur.is_null() {
         // SAFETY: a reserved run's descriptor, just taken off the reserve.
         let next = unsafe { (*cur).next.replace(ptr::null_mut()) };
@@ -102,4 +97,14 @@ pub(super) fn release(h: &Heap) -> usize {
         cur = next;
     }
     bytes
+}
+
+/// Pages in `h`'s reserve (only its owner writes the count).
+fn pages(h: &Heap) -> usize {
+    h.reserve_pages.load(Ordering::Relaxed)
+}
+
+/// Sets the count of pages in `h`'s reserve: a plain store, read by `stats()` from any thread.
+fn set_pages(h: &Heap, n: usize) {
+    h.reserve_pages.store(n, Ordering::Relaxed);
 }
