@@ -116,7 +116,10 @@ fn report(what: &str, a: &specalloc::Stats, b: &specalloc::Stats) {
     );
 }
 
-/// At most `extra` more heaps made and in use, and at most 1 MiB more mapped.
+/// At most `extra` more heaps made and in use, each holding at most 256 KiB of pages (its spans,
+/// and any runs it reserved for its next ones), and at most 1 MiB more mapped per extra heap
+/// (the heaps alive at once may need a new chunk; a heap left behind by each of 100 threads
+/// would hold 100 times their pages).
 fn assert_bounded(a: &specalloc::Stats, b: &specalloc::Stats, extra: usize) {
     assert!(
         b.heaps <= a.heaps + extra,
@@ -131,7 +134,13 @@ fn assert_bounded(a: &specalloc::Stats, b: &specalloc::Stats, extra: usize) {
         a.threads
     );
     assert!(
-        b.bytes_mapped <= a.bytes_mapped + (1 << 20),
+        b.pages_in_use <= a.pages_in_use + extra * (256 << 10),
+        "pages in use grew from {} to {}",
+        a.pages_in_use,
+        b.pages_in_use
+    );
+    assert!(
+        b.bytes_mapped <= a.bytes_mapped + extra * (1 << 20),
         "mapped bytes grew from {} to {}",
         a.bytes_mapped,
         b.bytes_mapped

@@ -95,8 +95,11 @@ pub(crate) struct Heap {
     /// the descriptors' `next` (see `reserve.rs`).
     reserve: Cell<*mut Span>,
     /// Pages in [`Heap::reserve`]. Written by the owner only (relaxed loads and stores);
-    /// `stats()` reads it from any thread to count reserved pages out of those in use.
+    /// `stats()` reads it from any thread.
     pub(crate) reserve_pages: AtomicUsize,
+    /// New spans this heap took pages for since it was made or last gave its reserve back
+    /// (counted up to `reserve::RESERVE_AFTER`).
+    new_spans: Cell<u32>,
     /// Owned spans parked with no free block (all classes).
     full: SpanList,
     /// Spans other threads delivered because they freed into them while parked full (see
@@ -140,6 +143,7 @@ impl Heap {
             empty_kept: Cell::new(0),
             reserve: Cell::new(ptr::null_mut()),
             reserve_pages: AtomicUsize::new(0),
+            new_spans: Cell::new(0),
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),

@@ -7,7 +7,9 @@
 //! here, on this heap, for the next new span of any class whose spans are that long; the next
 //! refill that needs one takes it without the lock.
 //!
-//! The reserve holds at most [`RESERVE_MAX_PAGES`] pages (256 KiB). Its runs are pages in use as
+//! A heap starts reserving after its first [`RESERVE_AFTER`] new spans (and again after it gave
+//! its reserve back), so that a short-lived thread takes only the pages it uses. The reserve
+//! holds at most [`RESERVE_MAX_PAGES`] pages (256 KiB). Its runs are pages in use as
 //! far as the page heap is concerned: runs on fresh pages take no memory until a span is made
 //! on them, and runs on pages that held memory are taken only when the policy would take such
 //! pages anyway. They go back to the page heap when the thread exits (`lifecycle::abandon`)
@@ -31,12 +33,22 @@ pub(super) const RUNS_PER_TAKE: usize = 4;
 /// The most pages a thread's reserve holds (32 pages of 8 KiB: 256 KiB).
 pub(super) const RESERVE_MAX_PAGES: usize = 32;
 
-/// A run of `npages` pages for a new span of `h`: one from its reserve, else one from the page
-/// heap, with up to [`RUNS_PER_TAKE`]` - 1` more of the same length kept in the reserve (as
+/// New spans a heap takes one at a time before it reserves: a thread that makes a few spans
+/// and exits (a short-lived worker) takes only what it uses; one whose heap keeps growing takes
+/// the rest a few at a time.
+pub(super) const RESERVE_AFTER: u32 = 4;
+
+/// A run of `npages` pages for a new span of `h`: for its first [`RESERVE_AFTER`] new spans
+/// one from the page heap; then one from its reserve, else one from the page heap, with up to [`RUNS_PER_TAKE`]` - 1` more of the same length kept in the reserve (as
 /// many as [`RESERVE_MAX_PAGES`] leaves room for). `None` when the OS refuses memory.
 ///
 /// `h` must be this thread's heap, or the shared fallback heap with its lock held.
 pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
+    let made = h.new_spans.get();
+    if made < RESERVE_AFTER {
+        h.new_spans.set(made + 1);
+        return chunk::alloc_pages(npages, 1, crate::large::release_cache);
+    }
     let mut prev: *mut Span = ptr::null_mut();
     let mut cur = h.reserve.get();
     while !cur.is_null() {
@@ -88,6 +100,7 @@ pub(super) fn release(h: &Heap) -> usize {
     let _errno = crate::os::KeepErrno::new();
     let mut cur = h.reserve.replace(ptr::null_mut());
     set_pages(h, 0);
+    h.new_spans.set(0);
     while !cur.is_null() {
         // SAFETY: a reserved run's descriptor, just taken off the reserve.
         let next = unsafe { (*cur).next.replace(ptr::null_mut()) };
