@@ -59,6 +59,11 @@ fn cap_address_space(bytes: usize) {
     assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
 }
 
+/// Lifts the cap [`cap_address_space`] set (the soft limit back to the hard one).
+fn uncap_address_space() {
+    cap_address_space(usize::MAX);
+}
+
 /// A live block filled with a pattern of its own.
 struct Filled {
     ptr: *mut u8,
@@ -413,4 +418,65 @@ fn cached_huge_mappings_do_not_cause_oom_under_a_cap() {
         return;
     }
     run_child("cached_huge_mappings_do_not_cause_oom_under_a_cap");
+}
+
+/// A thread whose refill finds no memory first gives back the runs of pages it reserved for
+/// new spans of another length, and is served from them.
+fn reserve_child() {
+    let others = specalloc::stats().reserved;
+    std::thread::spawn(move || {
+        let big = Layout::from_size_align(3072, 8).unwrap();
+        let small = Layout::from_size_align(1024, 8).unwrap();
+        let mut keep: Vec<(Layout, *mut u8)> = Vec::with_capacity(1 << 20);
+        // Spans of 3 KiB blocks until this thread holds runs of their length in reserve.
+        while specalloc::stats().reserved == others {
+            assert!(
+                keep.len() < 1 << 16,
+                "no reserve after 65,536 blocks of 3 KiB"
+            );
+            let p = specalloc::alloc(big);
+            assert!(!p.is_null());
+            keep.push((big, p));
+        }
+        let held = specalloc::stats().reserved - others;
+        // No new chunk fits under the cap.
+        cap_address_space(vm_size() + 2 * MIB);
+        // Spans of 1 KiB blocks (runs of another length) until the page heap has none.
+        let mut n = 0usize;
+        loop {
+            assert!(keep.len() < keep.capacity());
+            let p = specalloc::alloc(small);
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: a fresh block of 1 KiB.
+            unsafe { p.write_bytes(0x5a, 1024) };
+            keep.push((small, p));
+            n += 1;
+        }
+        let left = specalloc::stats().reserved - others;
+        for (l, p) in keep {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { specalloc::dealloc(p, l) };
+        }
+        // A failure's report (and its backtrace) needs memory.
+        uncap_address_space();
+        assert_eq!(
+            left, 0,
+            "1 KiB blocks ran out after {n} while this thread held {left} bytes of runs in reserve \
+             ({held} at the cap)"
+        );
+        println!("{MARKER} ({n} blocks of 1 KiB under the cap, {held} bytes reserved before)");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_refill_under_a_cap_takes_the_runs_its_thread_reserved() {
+    if is_child("a_refill_under_a_cap_takes_the_runs_its_thread_reserved") {
+        reserve_child();
+        return;
+    }
+    run_child("a_refill_under_a_cap_takes_the_runs_its_thread_reserved");
 }

@@ -1,7 +1,7 @@
 //! A thread takes the pages for its new spans from the page heap a few runs at a time: one lock
 //! and one search give it the run it needs and up to three more of the same length, kept for
-//! its next new spans. The reserve is counted in `pages_in_use` and in `reserved`, and goes back to the page heap
-//! when the thread exits and when it calls `collect()`.
+//! its next new spans. The reserve is counted in `pages_in_use` and in `reserved`, and goes back
+//! to the page heap when the thread exits and when it calls `collect()`.
 
 use std::alloc::Layout;
 use std::thread;
@@ -51,7 +51,8 @@ fn free_all(ptrs: Vec<*mut u8>) {
 /// Allocates `SIZE`-byte blocks into `v` until this thread holds runs in reserve (`others`:
 /// the bytes other threads hold), 64 at a time, at most 8,192 blocks. Returns the reserve.
 fn alloc_until_reserved(v: &mut Vec<*mut u8>, others: usize) -> usize {
-    while v.len() < 8192 {
+    let max = v.len() + 8192;
+    while v.len() < max {
         v.reserve_exact(64);
         alloc_into(v);
         let held = stats().reserved - others;
@@ -69,10 +70,19 @@ fn new_spans_take_the_page_heap_lock_a_few_at_a_time() {
     // makes the spans that spawning and joining take here, so that this thread's reserve
     // stays as it is from now on.
     thread::spawn(|| free_all(alloc_n(1))).join().unwrap();
+    // No free page holds memory, so the thread's runs below are on pages that hold none; and
+    // none is advised or returned meanwhile.
+    specalloc_runtime::set_page_policy(specalloc_runtime::PagePolicy {
+        purge_delay_ms: 1 << 30,
+        decommit_delay_ms: 1 << 30,
+        ..specalloc_runtime::page_policy()
+    });
+    collect();
     let base = stats();
+    assert_eq!(base.free_resident, 0);
 
     // A thread making new spans takes a lock for every few of them.
-    let (spans, takes, in_use, reserved) = thread::spawn(move || {
+    let (spans, takes, in_use, reserved, end) = thread::spawn(move || {
         // The thread's heap, made by its first allocation, is not part of the count.
         free_all(alloc_n(1));
         let mut blocks = Vec::with_capacity(2048);
@@ -84,8 +94,16 @@ fn new_spans_take_the_page_heap_lock_a_few_at_a_time() {
         // Spans' pages: those in use less those in reserve.
         let in_use =
             (after.pages_in_use - after.reserved) - (before.pages_in_use - before.reserved);
+        // Blocks until the thread holds runs in reserve, for the exit below.
+        alloc_until_reserved(&mut blocks, base.reserved);
         free_all(blocks);
-        (spans, takes, in_use, after.reserved - base.reserved)
+        (
+            spans,
+            takes,
+            in_use,
+            after.reserved - base.reserved,
+            stats(),
+        )
     })
     .join()
     .unwrap();
@@ -106,8 +124,18 @@ fn new_spans_take_the_page_heap_lock_a_few_at_a_time() {
     assert_eq!(reserved % span_bytes, 0, "{reserved} bytes reserved");
     assert!(reserved <= 3 * span_bytes, "{reserved} bytes reserved");
 
-    // The reserve goes back when the thread exits.
+    // The reserve goes back when the thread exits: its spans' pages as pages that hold memory,
+    // its reserve (never written) as pages that hold none.
     let after_exit = stats();
+    let own = end.reserved - base.reserved;
+    assert!(own > 0, "the thread ended with nothing in reserve");
+    let dropped = end.pages_in_use - after_exit.pages_in_use;
+    let held = after_exit.free_resident - end.free_resident;
+    assert_eq!(
+        held,
+        dropped - own,
+        "of {dropped} bytes given back at exit ({own} of them reserved), {held} counted as holding memory"
+    );
     assert_eq!(
         after_exit.reserved, base.reserved,
         "the exited thread kept its reserve"

@@ -474,6 +474,26 @@ pub(crate) unsafe fn extend_pages(span: *mut Span, more: usize) -> bool {
 /// no list; nothing may use it afterwards.
 pub(crate) unsafe fn free_pages(span: *mut Span) {
     // SAFETY: guaranteed by the caller.
+    unsafe { give_back(span, false) };
+}
+
+/// Returns a run the page heap handed out and nothing used (a thread's reserved run), as
+/// [`free_pages`] does; `zero` (the run's pages held no memory when it was taken) gives them
+/// back as pages that hold none, so that they are neither advised nor cleared for nothing.
+///
+/// # Safety
+/// As [`free_pages`]; with `zero`, nothing wrote to the run since it was taken.
+pub(crate) unsafe fn free_unused_pages(span: *mut Span, zero: bool) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { give_back(span, zero) };
+}
+
+/// [`free_pages`] and [`free_unused_pages`]: `clean` gives the pages back as holding no memory.
+///
+/// # Safety
+/// As [`free_unused_pages`].
+unsafe fn give_back(span: *mut Span, clean: bool) {
+    // SAFETY: guaranteed by the caller.
     let s = unsafe { &*span };
     let start = s.start.get() as usize;
     let chunk = (start & !(CHUNK_SIZE - 1)) as *const Chunk;
@@ -490,9 +510,14 @@ pub(crate) unsafe fn free_pages(span: *mut Span) {
     }
     set_range(&cr.free_bits, first, n, true);
     cr.free_pages.set(cr.free_pages.get() + n);
-    set_range(&cr.young_bits, first, n, true);
-    // Every page of a span was marked dirty (and not lazy) when it was handed out.
-    ph.dirty_free += n;
+    if clean {
+        // Handed out as pages that held no memory, and never written since.
+        set_range(&cr.dirty_bits, first, n, false);
+    } else {
+        set_range(&cr.young_bits, first, n, true);
+        // Every page of a span was marked dirty (and not lazy) when it was handed out.
+        ph.dirty_free += n;
+    }
     ph.in_use -= n;
     maintain(&mut ph);
     ph.publish();

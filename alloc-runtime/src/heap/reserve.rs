@@ -77,7 +77,17 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
         span: ptr::null_mut(),
         zero: false,
     }; RUNS_PER_TAKE - 1];
-    let (run, n) = chunk::alloc_runs(npages, 1, crate::large::release_cache, &mut more[..room])?;
+    let Some((run, n)) =
+        chunk::alloc_runs(npages, 1, crate::large::release_cache, &mut more[..room])
+    else {
+        // Out of memory: the runs held here for other lengths go back, and the page heap is
+        // asked once more.
+        if pages(h) == 0 {
+            return None;
+        }
+        release(h);
+        return chunk::alloc_pages(npages, 1, crate::large::release_cache);
+    };
     for r in &more[..n] {
         // SAFETY: a run the page heap just gave us, on no list.
         let s = unsafe { &*r.span };
@@ -105,8 +115,8 @@ pub(super) fn release(h: &Heap) -> usize {
         // SAFETY: a reserved run's descriptor, just taken off the reserve.
         let next = unsafe { (*cur).next.replace(ptr::null_mut()) };
         // SAFETY: a run from the page heap, holding no block (no span was made on it), on no
-        // list; nothing uses it after this.
-        unsafe { chunk::free_pages(cur) };
+        // list, never written while reserved; nothing uses it after this.
+        unsafe { chunk::free_unused_pages(cur, (*cur).bump_zero.get()) };
         cur = next;
     }
     bytes
