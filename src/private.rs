@@ -332,10 +332,10 @@ pub fn vec_list<T, const N: usize>(_empty: Vec<T>) -> VecList<T, N> {
 #[must_use]
 pub fn vec_list_putter<T, const N: usize>() -> fn(VecList<T, N>, T) -> VecList<T, N> {
     let put: fn(VecList<T, N>, ManuallyDrop<T>) -> VecList<T, N> = vec_list_put::<T, N>;
-    // SAFETY: the two function pointer types differ only in the second parameter, `T` against
+    // The two function pointer types differ only in the second parameter, `T` against
     // `ManuallyDrop<T>`, a `#[repr(transparent)]` wrapper of its one field `T`: the types are
-    // ABI-compatible ("ABI compatibility" in the documentation of the `fn` primitive), so
-    // calling `vec_list_put` through the returned pointer passes the `T` as its
+    // ABI-compatible ("ABI compatibility" in the documentation of the `fn` primitive).
+    // SAFETY: so calling `vec_list_put` through the returned pointer passes the `T` as its
     // `ManuallyDrop<T>`, with the same bytes and the same ownership.
     unsafe {
         core::mem::transmute::<
@@ -351,10 +351,10 @@ pub fn vec_list_putter<T, const N: usize>() -> fn(VecList<T, N>, T) -> VecList<T
 fn vec_list_put<T, const N: usize>(mut list: VecList<T, N>, x: ManuallyDrop<T>) -> VecList<T, N> {
     let len = list.v.len();
     assert!(len < N, "vec_list_put: more than N elements");
-    // SAFETY: `len < N`, so the slot `len` is within the block's capacity of exactly `N` (at
-    // least `N` for zero-sized `T`) and holds nothing; `x` is a `T` (`ManuallyDrop<T>` has its
-    // layout), read once, and never dropped here: moved into the block, the first `len + 1`
-    // elements are initialised.
+    // `len < N`, so the slot `len` is within the block's capacity of exactly `N` (at least `N`
+    // for zero-sized `T`) and holds nothing.
+    // SAFETY: the slot is in the block and free (above); `x` is a `T` (`ManuallyDrop<T>` has its
+    // layout), read once and never dropped here: moved in, the first `len + 1` are initialised.
     unsafe {
         let from = (&x as *const ManuallyDrop<T>).cast::<T>();
         core::ptr::copy_nonoverlapping(from, list.v.as_mut_ptr().add(len), 1);

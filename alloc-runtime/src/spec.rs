@@ -277,10 +277,11 @@ pub fn uninit<T>() -> Box<MaybeUninit<T>> {
     if p.is_null() {
         return Box::new_uninit();
     }
-    // SAFETY: `p` is a block of at least `size_of::<T>()` bytes at `align_of::<T>()` from a
-    // routine, which hands out blocks only when `SpecAlloc` itself is the global allocator
+    // A routine hands out blocks only when `SpecAlloc` itself is the global allocator
     // (`install!`), which is what `Box` frees through; zero-sized `T` gets a dangling aligned
     // pointer, which `Box` never frees.
+    // SAFETY: `p` is a block of at least `size_of::<T>()` bytes at `align_of::<T>()` from a
+    // routine, freed by `Box` through the same allocator (above).
     unsafe { Box::from_raw(p.cast()) }
 }
 

@@ -39,8 +39,9 @@ pub(super) const RESERVE_MAX_PAGES: usize = 32;
 pub(super) const RESERVE_AFTER: u32 = 4;
 
 /// A run of `npages` pages for a new span of `h`: for its first [`RESERVE_AFTER`] new spans
-/// one from the page heap; then one from its reserve, else one from the page heap, with up to [`RUNS_PER_TAKE`]` - 1` more of the same length kept in the reserve (as
-/// many as [`RESERVE_MAX_PAGES`] leaves room for). `None` when the OS refuses memory.
+/// one from the page heap; then one from its reserve, else one from the page heap, with up to
+/// [`RUNS_PER_TAKE`]` - 1` more of the same length kept in the reserve (as many as
+/// [`RESERVE_MAX_PAGES`] leaves room for). `None` when the OS refuses memory.
 ///
 /// `h` must be this thread's heap, or the shared fallback heap with its lock held.
 pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
