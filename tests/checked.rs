@@ -148,6 +148,34 @@ fn child() {
                 report(p);
                 dealloc(p, layout(4 << 20, 2 << 20));
             }
+            "reserved-run" => {
+                // A thread takes a few runs at once for its new spans and keeps those right
+                // behind the one it uses: a pointer there is in no block.
+                let l = layout(1024, 8);
+                let mut kept = Vec::with_capacity(1 << 16);
+                let mut hit = None;
+                while kept.len() < kept.capacity() {
+                    let before = specalloc::stats();
+                    let p = alloc(l);
+                    let after = specalloc::stats();
+                    kept.push(p);
+                    if after.reserved > before.reserved {
+                        hit = Some((p, before, after));
+                        break;
+                    }
+                }
+                premise(hit.is_some(), "a new span made the thread reserve runs");
+                let (p, before, after) = hit.unwrap();
+                let taken = after.pages_in_use - before.pages_in_use;
+                let span = taken - (after.reserved - before.reserved);
+                premise(
+                    (p as usize).is_multiple_of(8192) && span > 0,
+                    "the block that took the runs starts its span",
+                );
+                let q = p.add(span);
+                report(q);
+                dealloc(q, l);
+            }
             "double-medium" => {
                 let l = layout(100_000, 8);
                 let p = alloc(l);
@@ -298,6 +326,11 @@ fn wrong_alignment_aborts() {
 fn medium_double_free_aborts() {
     expect("double-medium", "double free");
     expect("double-medium-after-reuse", "double free");
+}
+
+#[test]
+fn free_into_a_reserved_run_aborts() {
+    expect("reserved-run", "a run held in reserve");
 }
 
 #[test]

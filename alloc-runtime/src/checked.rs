@@ -21,7 +21,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::side::is_chunk;
 use crate::size_class::CHUNK_SIZE;
-use crate::span::Span;
+use crate::span::{Span, STATE_FREE};
 
 /// The word and bit of `p` in its chunk's side bitmap.
 fn side_bit(p: usize) -> (&'static AtomicU64, u64) {
@@ -68,9 +68,13 @@ fn chunk_span(p: *mut u8, size: usize, align: usize) -> &'static Span {
     // SAFETY: `a` is in one of our chunks, so its page-map entry is readable (null when the page
     // holds no span).
     let span = unsafe { crate::chunk::span_of(p) };
-    if span.is_null() {
+    // A run a thread holds in reserve for its next spans has a descriptor and no block: its
+    // state is still free.
+    // SAFETY: a non-null page-map entry is a live descriptor (descriptors live in chunk
+    // headers, which are never unmapped).
+    if span.is_null() || unsafe { (*span).state.load(Ordering::Relaxed) } == STATE_FREE {
         fault(
-            "free of a pointer into a free page (double free?)",
+            "free of a pointer into a free page or a run held in reserve (double free?)",
             a,
             size,
             align,

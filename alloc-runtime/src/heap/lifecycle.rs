@@ -176,6 +176,9 @@ pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut 
     // SAFETY: the fallback heap is never freed, and we hold its lock, which makes us the only
     // user of it and the owner of its spans.
     let h = unsafe { &*(*g as *const Heap) };
+    // It takes its spans' pages one run at a time and keeps no reserve of runs: nothing would
+    // give one back (its threads are gone, and `collect()` trims the caller's own heap).
+    h.new_spans.set(0);
     alloc_from(h, class, size, zeroed)
 }
 
