@@ -42,6 +42,11 @@
 //! cargo run --release -p specalloc-bench --features peers --bin realworld -- --callgrind
 //! ```
 //!
+//! `REALWORLD_BEFORE=<path>` adds an earlier build of specalloc's worker (another checkout's
+//! `target/release/realworld_worker`, built with `cargo build --release -p specalloc-bench
+//! --bin realworld_worker`) to the rounds as `specalloc before`, on the programs it has; the
+//! wall-time table then gives specalloc's ratio to it.
+//!
 //! The peers need `--features peers` (snmalloc needs a C++ compiler, no
 //! `cmake`). Output: the tables on stdout and in `<out>/realworld.md`
 //! (`<out>/callgrind.md` for `--callgrind`), raw samples in
@@ -58,7 +63,9 @@ use std::time::Instant;
 use specalloc_bench::chart;
 use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::harness::SplitMix64;
-use specalloc_bench::realworld::report::{self, Instructions, RunLine, Samples, AA, SPECALLOC};
+use specalloc_bench::realworld::report::{
+    self, Instructions, RunLine, Samples, AA, BEFORE, SPECALLOC,
+};
 use specalloc_bench::realworld::{Program, PROGRAMS};
 use specalloc_bench::table;
 use specalloc_bench::workers;
@@ -101,7 +108,9 @@ fn usage() -> Usage {
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
              programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph,\n\
-             \x20         rebuild, rebuild1, grow\n",
+             \x20         rebuild, rebuild1, grow, largebuf\n\
+             environment: REALWORLD_BEFORE=PATH runs an earlier build of specalloc's worker\n\
+             \x20 (its target/release/realworld_worker) in the same rounds, as `specalloc before`\n",
     }
 }
 
@@ -189,9 +198,21 @@ fn programs(opts: &Opts) -> Vec<&'static Program> {
 
 /// A worker built for one allocator, and checked.
 struct Worker {
-    /// The allocator, and the name of its build.
+    /// The name of its configuration: the allocator, or [`BEFORE`].
     name: &'static str,
+    /// The allocator its result lines name.
+    global: &'static str,
     bin: PathBuf,
+    /// The programs it has (an earlier build may lack the newer ones); `None`: all.
+    has: Option<Vec<String>>,
+}
+
+impl Worker {
+    fn runs(&self, program: &Program) -> bool {
+        self.has
+            .as_ref()
+            .is_none_or(|h| h.iter().any(|n| n == program.name))
+    }
 }
 
 /// The symbol `install!` defines: present (by this exact name) only where specalloc is the
@@ -245,15 +266,54 @@ fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
         };
         let _ = writeln!(report, "  {name:<10} {verdict}");
         if problems.is_empty() {
-            out.push(Worker { name, bin });
+            out.push(Worker {
+                name,
+                global: name,
+                bin,
+                has: None,
+            });
         } else if name == SPECALLOC {
             print!("{report}");
             return Err("specalloc's worker was refused; nothing to compare".into());
         }
     }
+    if let Some(bin) = std::env::var_os(BEFORE_VAR) {
+        let bin = PathBuf::from(bin);
+        let desc = workers::output(Command::new(&bin).arg("describe"))?;
+        if desc.trim() != format!("global,{SPECALLOC}") {
+            return Err(format!(
+                "{BEFORE_VAR}={}: describes itself as {:?}, not as specalloc's worker",
+                bin.display(),
+                desc.trim()
+            ));
+        }
+        let list = workers::output(Command::new(&bin).arg("list"))?;
+        let has: Vec<String> = list
+            .lines()
+            .filter_map(|l| l.split(',').next())
+            .filter(|n| PROGRAMS.iter().any(|p| p.name == *n))
+            .map(str::to_string)
+            .collect();
+        let _ = writeln!(
+            report,
+            "  {BEFORE:<10} {} ({} of the programs)",
+            bin.display(),
+            has.len()
+        );
+        out.push(Worker {
+            name: BEFORE,
+            global: SPECALLOC,
+            bin,
+            has: Some(has),
+        });
+    }
     print!("{report}");
     Ok(out)
 }
+
+/// The environment variable naming an earlier build of specalloc's worker, run as
+/// [`BEFORE`] in the same rounds.
+const BEFORE_VAR: &str = "REALWORLD_BEFORE";
 
 /// Why `bin` is not a worker with `allocator` as its global allocator
 /// (empty if it is).
@@ -303,7 +363,7 @@ fn run_once(
     )?;
     let run = RunLine::parse(&text)
         .ok_or_else(|| format!("{}: no result line in {text:?}", worker.name))?;
-    if run.global != worker.name {
+    if run.global != worker.global {
         return Err(format!("{}'s worker ran under {}", worker.name, run.global));
     }
     checksum(seen, program.name, run.checksum, label)?;
@@ -340,7 +400,11 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let configs = configurations(workers);
     let mut cells: Vec<(&Program, usize)> = Vec::new();
     for p in &programs {
-        cells.extend((0..configs.len()).map(|c| (*p, c)));
+        cells.extend(
+            (0..configs.len())
+                .filter(|&c| configs[c].1.runs(p))
+                .map(|c| (*p, c)),
+        );
     }
     let scale = |p: &Program| {
         if opts.quick {
@@ -524,7 +588,7 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let mut configs = Vec::new();
     for w in workers.iter().filter(|w| w.name != "snmalloc") {
         configs.push(w.name.to_string());
-        for p in &programs {
+        for p in programs.iter().filter(|p| w.runs(p)) {
             eprintln!("[realworld] callgrind: {} under {}", p.name, w.name);
             let file = dir.join(format!("{}.{}.out", p.name, w.name));
             let text = workers::output(

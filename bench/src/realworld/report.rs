@@ -11,6 +11,8 @@ use crate::table::{fmt_delta2, fmt_ratio, fmt_spread};
 pub const SPECALLOC: &str = "specalloc";
 /// The A/A control: specalloc's build again, in separate processes.
 pub const AA: &str = "specalloc A/A";
+/// An earlier build of specalloc's worker (`REALWORLD_BEFORE`), run in the same rounds.
+pub const BEFORE: &str = "specalloc before";
 /// The peers, each the global allocator of its own build.
 pub const PEERS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"];
 /// The shims every allocation of a Rust program goes through; their
@@ -197,6 +199,10 @@ pub fn wall_table(samples: &Samples, programs: &[&str], configs: &[String]) -> V
     let mut head = vec!["program".to_string()];
     head.extend(configs.iter().map(|c| format!("{c} (ms)")));
     head.extend(["specalloc / fastest peer".into(), "A/A Δ".into()]);
+    let before = configs.iter().any(|c| c == BEFORE);
+    if before {
+        head.push("specalloc / before".into());
+    }
     let mut lines = vec![head];
     for &p in programs {
         let mut l = vec![p.to_string()];
@@ -229,6 +235,14 @@ pub fn wall_table(samples: &Samples, programs: &[&str], configs: &[String]) -> V
                 fmt_delta2(stats::median(&aa) / stats::median(&spec))
             )
         });
+        if before {
+            let b = samples.wall(p, BEFORE);
+            l.push(if b.is_empty() || spec.is_empty() {
+                "-".into()
+            } else {
+                ratio_cell(&spec, &b)
+            });
+        }
         lines.push(l);
     }
     lines
@@ -553,6 +567,34 @@ mod tests {
             "{:?}",
             series[1]
         );
+    }
+
+    #[test]
+    fn an_earlier_build_is_compared_and_is_no_peer() {
+        let (mut s, mut configs) = samples();
+        configs.push(BEFORE.to_string());
+        for i in 0..8u64 {
+            let run = RunLine {
+                program: "p".into(),
+                global: SPECALLOC.into(),
+                checksum: 1,
+                wall_ns: 8_000_000 + i * 10_000,
+                rss_kb: 512,
+                user_us: 7_000,
+                sys_us: 512,
+                minor_faults: 100,
+            };
+            s.add("p", BEFORE, &run);
+        }
+        let w = wall_table(&s, &["p", "absent"], &configs);
+        assert_eq!(w[0][5], "specalloc before (ms)");
+        assert_eq!(w[0][8], "specalloc / before");
+        // Faster and smaller than every peer, it is still not the fastest or lowest peer.
+        assert_eq!(w[1][6], "0.83× (mimalloc)");
+        assert_eq!(w[1][8], "1.25×");
+        assert_eq!(w[2][8], "-");
+        let r = rss_table(&s, &["p"], &configs);
+        assert_eq!(r[1][5], "2.00× (system)");
     }
 
     #[test]
