@@ -3,7 +3,7 @@
 //! Rust source, `BTreeMap`/`HashMap` churn with short strings, a
 //! producer/consumer over a channel with 1, 2, 4 and 8 producers, text
 //! processing, a graph search with boxed trees), each run under specalloc,
-//! the system allocator, mimalloc, jemalloc and snmalloc.
+//! the system allocator, mimalloc, jemalloc, tcmalloc and snmalloc.
 //!
 //! # How
 //!
@@ -12,7 +12,9 @@
 //!    target directory, which keeps each feature set's artifacts apart; the
 //!    binary copied to `<out>/workers/<allocator>/`), and check each binary: it must describe
 //!    itself as that allocator, and `nm` must find that allocator's code
-//!    and no other's (a build that fails is refused and left out).
+//!    and no other's (a build that fails is refused and left out). tcmalloc has no Rust
+//!    crate here: it is preloaded (`LD_PRELOAD`, Debian's `libtcmalloc-minimal4`) into the
+//!    system allocator's worker, whose `malloc` it then serves.
 //! 2. **Rounds**: one untimed warm-up round, then `--rounds` rounds; each
 //!    round runs every (program, configuration) once, as a fresh worker
 //!    process, in a freshly shuffled order. The configurations are the
@@ -104,7 +106,7 @@ fn usage() -> Usage {
             10,
             "output directory (default target/realworld)",
         ) + "  --only NAMES   only these programs (comma-separated; `pipeline` = all four)\n\
-             \x20 --no-peers     leave mimalloc, jemalloc and snmalloc out (built with --features peers)\n\
+             \x20 --no-peers     leave the peers out (mimalloc, jemalloc and snmalloc need --features peers)\n\
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
              programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph,\n\
@@ -205,9 +207,20 @@ struct Worker {
     bin: PathBuf,
     /// The programs it has (an earlier build may lack the newer ones); `None`: all.
     has: Option<Vec<String>>,
+    /// A C allocator preloaded into it (`LD_PRELOAD`): tcmalloc into the system build.
+    preload: Option<PathBuf>,
 }
 
 impl Worker {
+    /// `bin` with `args`, under the worker's preload.
+    fn command(&self, bin: &Path) -> Command {
+        let mut c = Command::new(bin);
+        if let Some(lib) = &self.preload {
+            c.env("LD_PRELOAD", lib);
+        }
+        c
+    }
+
     fn runs(&self, program: &Program) -> bool {
         self.has
             .as_ref()
@@ -271,10 +284,16 @@ fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
                 global: name,
                 bin,
                 has: None,
+                preload: None,
             });
         } else if name == SPECALLOC {
             print!("{report}");
             return Err("specalloc's worker was refused; nothing to compare".into());
+        }
+    }
+    if opts.peers {
+        if let Some(w) = tcmalloc(&out, &mut report)? {
+            out.push(w);
         }
     }
     if let Some(bin) = std::env::var_os(BEFORE_VAR) {
@@ -305,10 +324,64 @@ fn prepare(opts: &Opts) -> Result<Vec<Worker>, String> {
             global: SPECALLOC,
             bin,
             has: Some(has),
+            preload: None,
         });
     }
     print!("{report}");
     Ok(out)
+}
+
+/// tcmalloc (Debian's `libtcmalloc-minimal4`, or the library `CTABLE_TCMALLOC` names, as for
+/// `ctable`) preloaded into the system allocator's worker, whose `malloc` it then serves:
+/// `None`, with a line in `report`, when the library or the system worker is missing.
+fn tcmalloc(built: &[Worker], report: &mut String) -> Result<Option<Worker>, String> {
+    let lib = std::env::var_os("CTABLE_TCMALLOC").map_or_else(
+        || PathBuf::from("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"),
+        PathBuf::from,
+    );
+    let Some(system) = built.iter().find(|w| w.name == "system") else {
+        let _ = writeln!(
+            report,
+            "  tcmalloc   left out (no system worker to preload it into)"
+        );
+        return Ok(None);
+    };
+    if !lib.exists() {
+        let _ = writeln!(
+            report,
+            "  tcmalloc   left out ({} not found)",
+            lib.display()
+        );
+        return Ok(None);
+    }
+    let w = Worker {
+        name: "tcmalloc",
+        global: "system",
+        bin: system.bin.clone(),
+        has: None,
+        preload: Some(lib.clone()),
+    };
+    // The loader says on stderr when it cannot preload a library, and goes on without it.
+    let out = w
+        .command(&w.bin)
+        .arg("describe")
+        .output()
+        .map_err(|e| format!("{}: {e}", w.bin.display()))?;
+    if !out.status.success() || !out.stderr.is_empty() {
+        let _ = writeln!(
+            report,
+            "  tcmalloc   REFUSED: preloading {} said {:?}",
+            lib.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return Ok(None);
+    }
+    let _ = writeln!(
+        report,
+        "  tcmalloc   ok ({} preloaded into system's worker)",
+        lib.display()
+    );
+    Ok(Some(w))
 }
 
 /// The environment variable naming an earlier build of specalloc's worker, run as
@@ -357,7 +430,8 @@ fn run_once(
     label: &str,
 ) -> Result<RunLine, String> {
     let text = workers::output(
-        Command::new(&worker.bin)
+        worker
+            .command(&worker.bin)
             .args(["run", program.name, "--scale"])
             .arg(scale.to_string()),
     )?;
@@ -592,7 +666,7 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
             eprintln!("[realworld] callgrind: {} under {}", p.name, w.name);
             let file = dir.join(format!("{}.{}.out", p.name, w.name));
             let text = workers::output(
-                Command::new("valgrind")
+                w.command(Path::new("valgrind"))
                     .arg("--tool=callgrind")
                     .arg(format!("--callgrind-out-file={}", file.display()))
                     .arg(&w.bin)

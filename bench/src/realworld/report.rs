@@ -14,7 +14,7 @@ pub const AA: &str = "specalloc A/A";
 /// An earlier build of specalloc's worker (`REALWORLD_BEFORE`), run in the same rounds.
 pub const BEFORE: &str = "specalloc before";
 /// The peers, each the global allocator of its own build.
-pub const PEERS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"];
+pub const PEERS: [&str; 5] = ["system", "mimalloc", "jemalloc", "tcmalloc", "snmalloc"];
 /// The shims every allocation of a Rust program goes through; their
 /// inclusive cost is the allocator's cost.
 pub const SHIMS: [&str; 4] = [
@@ -595,6 +595,23 @@ mod tests {
         assert_eq!(w[2][8], "-");
         let r = rss_table(&s, &["p"], &configs);
         assert_eq!(r[1][5], "2.00× (system)");
+        // tcmalloc (preloaded into the system build) is a peer.
+        configs.push("tcmalloc".to_string());
+        for i in 0..8u64 {
+            let run = RunLine {
+                program: "p".into(),
+                global: "system".into(),
+                checksum: 1,
+                wall_ns: 9_000_000 + i * 10_000,
+                rss_kb: 1024,
+                user_us: 8_000,
+                sys_us: 0,
+                minor_faults: 100,
+            };
+            s.add("p", "tcmalloc", &run);
+        }
+        let w = wall_table(&s, &["p"], &configs);
+        assert_eq!(w[1][7], "1.11× (tcmalloc)");
     }
 
     #[test]
