@@ -421,12 +421,12 @@ fn check(allocator: &str, bin: &Path) -> Result<Vec<String>, String> {
 // ---------------------------------------------------------------------------
 
 /// Runs `program` once under `worker` at `scale`; checks its checksum
-/// against the program's first one (`seen`).
+/// against the program's first one (`seen`, under [`checksum_key`]).
 fn run_once(
     worker: &Worker,
     program: &Program,
     scale: u32,
-    seen: &mut BTreeMap<&'static str, (u64, String)>,
+    seen: &mut BTreeMap<String, (u64, String)>,
     label: &str,
 ) -> Result<RunLine, String> {
     let text = workers::output(
@@ -440,18 +440,53 @@ fn run_once(
     if run.global != worker.global {
         return Err(format!("{}'s worker ran under {}", worker.name, run.global));
     }
-    checksum(seen, program.name, run.checksum, label)?;
+    checksum(seen, &checksum_key(worker, program), run.checksum, label)?;
     Ok(run)
 }
 
-/// Records the first checksum of `program`; any later one must equal it.
+/// Under which name `worker`'s checksums of `program` are checked: the program's, for every
+/// allocator's build of the suite; its own for an earlier build ([`BEFORE`]), whose program
+/// may read other input (`syn` parses this crate's own sources) and is then left out of the
+/// comparison (see [`differs_before`]).
+fn checksum_key(worker: &Worker, program: &Program) -> String {
+    if worker.name == BEFORE {
+        format!("{} ({BEFORE})", program.name)
+    } else {
+        program.name.to_string()
+    }
+}
+
+/// Whether the earlier build's `program` printed another checksum than this build's: then it
+/// is another computation, and its times are not compared.
+fn differs_before(seen: &BTreeMap<String, (u64, String)>, program: &Program) -> bool {
+    let now = seen.get(program.name).map(|s| s.0);
+    let before = seen
+        .get(&format!("{} ({BEFORE})", program.name))
+        .map(|s| s.0);
+    now.is_some() && before.is_some() && now != before
+}
+
+/// The line that says which programs the earlier build was left out of, and why.
+fn differs_note(left_out: &[&str]) -> Option<String> {
+    (!left_out.is_empty()).then(|| {
+        format!(
+            "{BEFORE}: left out of {}: that build's program computes another checksum (it reads \
+             other input), so it is not the same program",
+            left_out.join(", ")
+        )
+    })
+}
+
+/// Records the first checksum under `key` (a program); any later one must equal it.
 fn checksum(
-    seen: &mut BTreeMap<&'static str, (u64, String)>,
-    program: &'static str,
+    seen: &mut BTreeMap<String, (u64, String)>,
+    program: &str,
     sum: u64,
     label: &str,
 ) -> Result<(), String> {
-    let (first, by) = seen.entry(program).or_insert((sum, label.to_string()));
+    let (first, by) = seen
+        .entry(program.to_string())
+        .or_insert((sum, label.to_string()));
     if *first != sum {
         return Err(format!(
             "CHECKSUM MISMATCH in {program}: {by} printed {first:016x}, {label} printed {sum:016x}"
@@ -495,7 +530,15 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let load_start = workers::loadavg();
     let start = Instant::now();
     // Round 0 is the warm-up: checked, not counted.
+    let mut left_out: Vec<&str> = Vec::new();
     for round in 0..=opts.rounds {
+        if round == 1 {
+            left_out = programs
+                .iter()
+                .filter(|p| differs_before(&seen, p))
+                .map(|p| p.name)
+                .collect();
+        }
         rng.shuffle(&mut cells);
         eprintln!(
             "[realworld] round {round}/{}{} ({:.0} s)",
@@ -506,6 +549,9 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         for (position, &(p, c)) in cells.iter().enumerate() {
             let (config, worker) = &configs[c];
             let label = format!("{config} (round {round})");
+            if round > 0 && worker.name == BEFORE && left_out.contains(&p.name) {
+                continue;
+            }
             let run = run_once(worker, p, scale(p), &mut seen, &label)?;
             if round > 0 {
                 samples.add(p.name, config, &run);
@@ -525,7 +571,10 @@ fn time(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         }
     }
     let config_names: Vec<String> = configs.iter().map(|c| c.0.clone()).collect();
-    let md = time_report(opts, &programs, &config_names, &samples, &load_start);
+    let mut md = time_report(opts, &programs, &config_names, &samples, &load_start);
+    if let Some(note) = differs_note(&left_out) {
+        let _ = writeln!(md, "\n{note}");
+    }
     print!("{md}");
     write(&opts.out.join("realworld.md"), &md)?;
     write(&opts.out.join("realworld.csv"), &csv)?;
@@ -660,6 +709,7 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
     let mut counts: BTreeMap<(String, String), Instructions> = BTreeMap::new();
     let mut seen = BTreeMap::new();
     let mut configs = Vec::new();
+    let mut left_out: Vec<&str> = Vec::new();
     for w in workers.iter().filter(|w| w.name != "snmalloc") {
         configs.push(w.name.to_string());
         for p in programs.iter().filter(|p| w.runs(p)) {
@@ -676,10 +726,15 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
             let run = RunLine::parse(&text).ok_or_else(|| format!("no result line in {text:?}"))?;
             checksum(
                 &mut seen,
-                p.name,
+                &checksum_key(w, p),
                 run.checksum,
                 &format!("{} under callgrind", w.name),
             )?;
+            if differs_before(&seen, p) {
+                left_out.push(p.name);
+                let _ = std::fs::remove_file(&file);
+                continue;
+            }
             let cg =
                 std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let i = report::callgrind_instructions(&cg)
@@ -720,6 +775,9 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
         &configs,
         |i| i.alloc,
     )));
+    if let Some(note) = differs_note(&left_out) {
+        let _ = writeln!(md, "\n{note}");
+    }
     print!("{md}");
     write(&opts.out.join("callgrind.md"), &md)
 }
@@ -763,6 +821,39 @@ mod tests {
         ));
         assert!(matches!(parse(&["--csv", "x"]), Err(cli::Stop::Error(_))));
         assert!(matches!(parse(&["--help"]), Err(cli::Stop::Help(_))));
+    }
+
+    #[test]
+    fn an_earlier_build_is_checked_apart_and_left_out_where_it_differs() {
+        let worker = |name| Worker {
+            name,
+            global: SPECALLOC,
+            bin: PathBuf::new(),
+            has: None,
+            preload: None,
+        };
+        let (now, before) = (worker(SPECALLOC), worker(BEFORE));
+        let json = specalloc_bench::realworld::program("json").unwrap();
+        let syn = specalloc_bench::realworld::program("syn").unwrap();
+        let mut seen = BTreeMap::new();
+        for (w, p, sum) in [
+            (&now, json, 1),
+            (&before, json, 1),
+            (&now, syn, 2),
+            (&before, syn, 3),
+        ] {
+            checksum(&mut seen, &checksum_key(w, p), sum, w.name).unwrap();
+        }
+        assert!(!differs_before(&seen, json));
+        assert!(differs_before(&seen, syn));
+        // Its own runs must still agree with each other.
+        assert!(checksum(&mut seen, &checksum_key(&before, syn), 4, "again").is_err());
+        let note = differs_note(&["syn"]).unwrap();
+        assert!(
+            note.starts_with("specalloc before: left out of syn"),
+            "{note}"
+        );
+        assert_eq!(differs_note(&[]), None);
     }
 
     #[test]
