@@ -5,47 +5,28 @@
 //! the shared fallback heap; over 20,000 such threads the heaps made and the pages in use stay
 //! bounded (before the fallback heap, each thread leaked the heap made in the last round).
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
 
-static KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
 static ROUNDS: AtomicUsize = AtomicUsize::new(0);
 
-/// A destructor that allocates (and frees) in each round and asks for another round, up to
-/// more rounds than glibc runs (`PTHREAD_DESTRUCTOR_ITERATIONS` is 4).
-unsafe extern "C" fn rearm(arg: *mut libc::c_void) {
-    let round = arg as usize;
+/// Each destructor round allocates (and frees) a little.
+fn work(round: usize) {
     ROUNDS.fetch_add(1, Ordering::Relaxed);
     let v: Vec<u64> = (0..round as u64 + 10).collect();
     let s = format!("{round}-{}", v.iter().sum::<u64>());
     let b = Box::new([round as u8; 300]);
     assert_eq!(b[299], round as u8);
     assert!(!s.is_empty());
-    drop((v, s, b));
-    if round < 8 {
-        // SAFETY: the key is valid; a non-null value asks for another round.
-        unsafe {
-            libc::pthread_setspecific(
-                KEY.load(Ordering::Relaxed) as libc::pthread_key_t,
-                (round + 1) as *mut libc::c_void,
-            )
-        };
-    }
 }
 
 #[test]
 fn rearming_destructor_does_not_leak_heaps() {
-    // Make sure specalloc's key exists first (its destructor then runs before ours each round).
-    std::thread::spawn(|| drop(Box::new(1u64))).join().unwrap();
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: `key` is a valid out-pointer and `rearm` has the destructor signature.
-    assert_eq!(
-        unsafe { libc::pthread_key_create(&mut key, Some(rearm)) },
-        0
-    );
-    KEY.store(key as usize, Ordering::Relaxed);
+    let key = common::rearming_key(work);
     let base = specalloc::stats();
 
     const THREADS: usize = 20_000;
@@ -56,10 +37,7 @@ fn rearming_destructor_does_not_leak_heaps() {
                     // This thread's heap, then the re-arming value.
                     let v: Vec<usize> = (0..16).map(|k| k * batch + i).collect();
                     assert_eq!(v.len(), 16);
-                    // SAFETY: the key is valid; 1 is the first round.
-                    unsafe {
-                        libc::pthread_setspecific(key, std::ptr::dangling_mut::<libc::c_void>())
-                    };
+                    common::arm_rearming_key(key);
                 })
             })
             .collect();

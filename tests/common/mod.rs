@@ -129,3 +129,51 @@ pub fn quiet_stats(threads: usize) -> specalloc::Stats {
     }
     panic!("the process never became quiet:\n{prev}");
 }
+
+/// The work a re-arming key's destructor does in each round (see [`rearming_key`]).
+static REARM_WORK: std::sync::OnceLock<fn(usize)> = std::sync::OnceLock::new();
+/// The re-arming key.
+static REARM_KEY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A pthread key whose destructor, at a thread's exit, calls `work(round)` (rounds from 1) and
+/// asks for another round, up to round 8 (glibc runs 4: `PTHREAD_DESTRUCTOR_ITERATIONS`), so
+/// that it also runs after specalloc tore the thread's heap down. specalloc's own key is made
+/// first (by a thread that allocates), so that its destructor runs before this one in each
+/// round. A thread arms the key with [`arm_rearming_key`]. One such key per test binary.
+pub fn rearming_key(work: fn(usize)) -> libc::pthread_key_t {
+    std::thread::spawn(|| drop(Box::new(1u64))).join().unwrap();
+    assert!(
+        REARM_WORK.set(work).is_ok(),
+        "one re-arming key per test binary"
+    );
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer and `rearm` has the destructor signature.
+    assert_eq!(
+        unsafe { libc::pthread_key_create(&mut key, Some(rearm)) },
+        0
+    );
+    REARM_KEY.store(key as usize, std::sync::atomic::Ordering::Relaxed);
+    key
+}
+
+/// Arms `key` (from [`rearming_key`]) on the calling thread: its destructor runs at the
+/// thread's exit, from round 1.
+pub fn arm_rearming_key(key: libc::pthread_key_t) {
+    // SAFETY: the key is valid; 1 (the dangling address) is the first round.
+    unsafe { libc::pthread_setspecific(key, std::ptr::dangling_mut::<libc::c_void>()) };
+}
+
+/// The re-arming key's destructor: the round is the key's value.
+unsafe extern "C" fn rearm(arg: *mut libc::c_void) {
+    let round = arg as usize;
+    (REARM_WORK.get().expect("the key's work is set"))(round);
+    if round < 8 {
+        // SAFETY: the key is valid; a non-null value asks for another round.
+        unsafe {
+            libc::pthread_setspecific(
+                REARM_KEY.load(std::sync::atomic::Ordering::Relaxed) as libc::pthread_key_t,
+                (round + 1) as *mut libc::c_void,
+            )
+        };
+    }
+}
