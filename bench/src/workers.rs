@@ -171,3 +171,32 @@ pub fn machine() -> String {
         .unwrap_or_else(|_| "rustc ?".into());
     format!("{model}, {cpus} CPUs; {rustc}")
 }
+
+/// Makes the directory `dir` (and its parents) for a tool's outputs; the error names it and
+/// says why (a file of that name already there, say).
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("specalloc-doc-{}", std::process::id()));
+/// specalloc_bench::workers::make_dir(&dir).unwrap();
+/// assert!(dir.is_dir());
+/// std::fs::remove_dir(&dir).unwrap();
+/// ```
+pub fn make_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot make the directory {}: {e}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_in_the_way_of_a_directory_is_named() {
+        let file = std::env::temp_dir().join(format!("specalloc-make-dir-{}", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let e = make_dir(&file).unwrap_err();
+        std::fs::remove_file(&file).unwrap();
+        assert!(e.starts_with("cannot make the directory "), "{e}");
+        assert!(e.contains(&file.display().to_string()), "{e}");
+    }
+}

@@ -42,7 +42,7 @@ use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, have, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, median, spread};
 use specalloc_bench::table::markdown;
-use specalloc_bench::workers::{commit, machine};
+use specalloc_bench::workers::{self, commit, machine};
 
 /// The note `--quick` prints at the start and beside its figures.
 const QUICK_NOTE: &str = "--quick: 2 rounds and a smaller gcc input, to check that everything \
@@ -93,8 +93,12 @@ fn main() {
     let root = root.canonicalize().unwrap();
     let work = root.join("target/ctable");
     let out = out.unwrap_or_else(|| work.clone());
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
+    for dir in [&work, &out] {
+        if let Err(e) = workers::make_dir(dir) {
+            eprintln!("ctable: error: {e}");
+            std::process::exit(1);
+        }
+    }
     if quick {
         eprintln!("[ctable] {QUICK_NOTE}");
     }

@@ -45,7 +45,7 @@ use specalloc_bench::cli::{self, Common, Token, Usage};
 use specalloc_bench::preload::{self, median_of, Allocator, Program, Run};
 use specalloc_bench::stats::{geomean, spread};
 use specalloc_bench::table::{fmt_ns, fmt_ratio, markdown};
-use specalloc_bench::workers::{commit, machine};
+use specalloc_bench::workers::{self, commit, machine};
 
 /// A program of the table: its C workload and what it measures.
 struct Workload {
@@ -223,8 +223,12 @@ fn main() {
     let root = root.canonicalize().unwrap();
     let work = root.join("target/scaling");
     let out = opts.out.clone().unwrap_or_else(|| work.clone());
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
+    for dir in [&work, &out] {
+        if let Err(e) = workers::make_dir(dir) {
+            eprintln!("scaling: error: {e}");
+            std::process::exit(1);
+        }
+    }
     if opts.quick {
         eprintln!("[scaling] {QUICK_NOTE}");
     }
