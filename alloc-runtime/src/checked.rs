@@ -68,21 +68,19 @@ fn chunk_span(p: *mut u8, size: usize, align: usize) -> &'static Span {
     // SAFETY: `a` is in one of our chunks, so its page-map entry is readable (null when the page
     // holds no span).
     let span = unsafe { crate::chunk::span_of(p) };
-    // A run a thread holds in reserve for its next spans has a descriptor and no block: its
-    // state is still free.
     // SAFETY: a non-null page-map entry is a live descriptor (descriptors live in chunk
     // headers, which are never unmapped).
-    if span.is_null() || unsafe { (*span).state.load(Ordering::Relaxed) } == STATE_FREE {
-        fault(
+    match unsafe { span.as_ref() } {
+        // A run a thread holds in reserve for its next spans has a descriptor and no block: its
+        // state is still free.
+        Some(s) if s.state.load(Ordering::Relaxed) != STATE_FREE => s,
+        _ => fault(
             "free of a pointer into a free page or a run held in reserve (double free?)",
             a,
             size,
             align,
-        );
+        ),
     }
-    // SAFETY: a non-null page-map entry is a live descriptor (descriptors live in chunk
-    // headers, which are never unmapped).
-    unsafe { &*span }
 }
 
 /// Checks a free of a chunk-backed block and clears its live bit; aborts on misuse.

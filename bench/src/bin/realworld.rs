@@ -450,19 +450,22 @@ fn run_once(
 /// comparison (see [`differs_before`]).
 fn checksum_key(worker: &Worker, program: &Program) -> String {
     if worker.name == BEFORE {
-        format!("{} ({BEFORE})", program.name)
+        before_key(program)
     } else {
         program.name.to_string()
     }
+}
+
+/// The name the earlier build's checksums of `program` are checked under.
+fn before_key(program: &Program) -> String {
+    format!("{} ({BEFORE})", program.name)
 }
 
 /// Whether the earlier build's `program` printed another checksum than this build's: then it
 /// is another computation, and its times are not compared.
 fn differs_before(seen: &BTreeMap<String, (u64, String)>, program: &Program) -> bool {
     let now = seen.get(program.name).map(|s| s.0);
-    let before = seen
-        .get(&format!("{} ({BEFORE})", program.name))
-        .map(|s| s.0);
+    let before = seen.get(&before_key(program)).map(|s| s.0);
     now.is_some() && before.is_some() && now != before
 }
 
