@@ -168,23 +168,36 @@ unsafe fn clear_pages(p: *mut u8, size: usize) {
     }
 }
 
-/// Makes `[p, p + size)` (`p` page-aligned) read zero with stores, page by page, writing only
-/// the pages that hold a byte that is not zero.
+/// Makes `[p, p + size)` (`p` page-aligned) read zero with stores, writing only the pages that
+/// hold a byte that is not zero: each run of such pages (up to [`CLEAR_RUN`] bytes) with one
+/// `memset`, which clears a long run faster than a call per page.
 ///
 /// # Safety
 /// `[p, p + size)` is memory of ours that nothing else uses, and `p` is page-aligned.
 unsafe fn clear_resident(p: *mut u8, size: usize) {
+    /// The most bytes cleared by one `memset`: a run of pages found not zero is cleared while
+    /// the lines its check read are still in the cache.
+    const CLEAR_RUN: usize = 64 * OS_PAGE;
+    // Whether the page at `off` holds a byte that is not zero.
+    let dirty = |off: usize| {
+        // SAFETY: `[p + off, p + off + n)` is inside the caller's range, ours to read, and
+        // page-aligned.
+        !unsafe { reads_zero(p.add(off), (size - off).min(OS_PAGE)) }
+    };
     let mut off = 0;
     while off < size {
-        let n = (size - off).min(OS_PAGE);
-        // SAFETY: `[p + off, p + off + n)` is inside the caller's range.
-        let page = unsafe { p.add(off) };
-        // SAFETY: as above; the page is ours to read, and `page` is 8-aligned (page-aligned).
-        if !unsafe { reads_zero(page, n) } {
-            // SAFETY: as above; nothing else uses it.
-            unsafe { ptr::write_bytes(page, 0, n) };
+        if !dirty(off) {
+            off += OS_PAGE;
+            continue;
         }
-        off += n;
+        let start = off;
+        off += OS_PAGE;
+        while off < size && off - start < CLEAR_RUN && dirty(off) {
+            off += OS_PAGE;
+        }
+        // SAFETY: `[p + start, p + min(off, size))` is inside the caller's range; nothing
+        // else uses it.
+        unsafe { ptr::write_bytes(p.add(start), 0, off.min(size) - start) };
     }
 }
 
