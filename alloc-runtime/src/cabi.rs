@@ -24,7 +24,7 @@
 //! frame to set up); for the others, setting `errno` is the caller's part. A call that returns a
 //! block leaves `errno` as it found it, though a system call inside it failed first (a roomier
 //! first try, a mapping refused until the freed huge blocks kept for reuse are given back): the
-//! paths that can make one keep `errno` ([`KeepErrno`]); the fast paths make none.
+//! paths that can make one save and restore it; the fast paths make none.
 //!
 //! Huge objects from Rust's `GlobalAlloc` (aligned to a page, not to a chunk) must not be
 //! passed here, nor blocks of any other allocator.
