@@ -358,7 +358,8 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     debug_assert!(!p.is_null() && size > 0);
     #[cfg(feature = "checked")]
     check_use(p);
-    let _errno = KeepErrno::new();
+    // (The paths below that can make a system call keep `errno`: a successful call leaves it
+    // as it was, though a roomier first try failed.)
     // SAFETY: the caller's guarantee.
     let old = match unsafe { kind_of(p) } {
         Kind::Small(s) => {
@@ -383,6 +384,7 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
             // Growing within the page runs: into the free pages right after it, with room for
             // half as much again when they are free (see below), else just enough.
             if size > bytes && size <= MEDIUM_MAX {
+                let _errno = KeepErrno::new();
                 let roomy = size.max(bytes + bytes / 2).min(MEDIUM_MAX);
                 if large::grow_medium(s, large::medium_pages(roomy))
                     || large::grow_medium(s, large::medium_pages(size))
@@ -403,6 +405,7 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                 return p;
             }
             if size > MEDIUM_MAX {
+                let _errno = KeepErrno::new();
                 // In place, into the free runs behind it, or by moving its pages, not its
                 // bytes (with room to grow, when growing).
                 let roomy = if size > body {
@@ -428,6 +431,9 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     if size > old && size > MAX_SMALL_SIZE {
         let roomy = size.max(old.saturating_add(old / 2));
         if roomy <= MAX_REQUEST {
+            // (Its `ENOMEM` is not this call's when the exact size is granted below; `malloc`
+            // keeps `errno` when it succeeds.)
+            let _errno = KeepErrno::new();
             q = malloc(roomy);
         }
     }
