@@ -232,10 +232,8 @@ impl KeepErrno {
         // while the thread lives.
         let at = unsafe { libc::__errno_location() };
         // SAFETY: as above.
-        KeepErrno {
-            at,
-            was: unsafe { *at },
-        }
+        let was = unsafe { *at };
+        KeepErrno { at, was }
     }
 }
 
