@@ -180,8 +180,8 @@ unsafe fn clear_resident(p: *mut u8, size: usize) {
     const CLEAR_RUN: usize = 64 * OS_PAGE;
     // Whether the page at `off` holds a byte that is not zero.
     let dirty = |off: usize| {
-        // SAFETY: `[p + off, p + off + n)` is inside the caller's range, ours to read, and
-        // page-aligned.
+        // SAFETY: the page at `off` (to the range's end at most) is inside the caller's range,
+        // ours to read, and page-aligned.
         !unsafe { reads_zero(p.add(off), (size - off).min(OS_PAGE)) }
     };
     let mut off = 0;
