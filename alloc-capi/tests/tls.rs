@@ -4,7 +4,8 @@
 //! it goes through a TLS descriptor (`R_AARCH64_TLSDESC`: the resolver loaded from the
 //! descriptor's GOT slot, then `blr`). The calls left are std's own (panics, thread-local
 //! destructors, captured output), and the library has the initial-exec model's relocation
-//! (x86_64 also marks it `STATIC_TLS`).
+//! (x86_64 also marks it `STATIC_TLS`). Its TLS segment, which a late `dlopen` must fit into
+//! glibc's static TLS surplus, is the size `docs/c.md` gives.
 //!
 //! The library is the host's, or the one `SPECALLOC_SO` names, disassembled with the binutils
 //! named by `SPECALLOC_BINUTILS_PREFIX` (`aarch64-linux-gnu-` checks an aarch64 build from an
@@ -170,6 +171,42 @@ fn no_allocator_function_calls_tls_get_addr() {
         assert!(
             run("readelf", &["-d"], &lib).contains("STATIC_TLS"),
             "the library is not marked STATIC_TLS"
+        );
+    }
+}
+
+/// The TLS segment's size (`PT_TLS`'s memory size: what a late `dlopen` takes of glibc's static
+/// TLS surplus) is the figure `docs/c.md` gives ("TLS segment takes N bytes"), on x86_64, which
+/// the figure is for (printed elsewhere).
+#[test]
+fn tls_segment_is_the_documented_size() {
+    if !common::have(&binutil("readelf"), "the TLS-size check") {
+        return;
+    }
+    let lib = common::lib();
+    let segments = run("readelf", &["-lW"], &lib);
+    // `TLS  Offset VirtAddr PhysAddr FileSiz MemSiz Flg Align`
+    let line = segments
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("TLS"))
+        .unwrap_or_else(|| panic!("no TLS segment in:\n{segments}"));
+    let memsz = line
+        .split_whitespace()
+        .nth(5)
+        .and_then(|f| usize::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| panic!("no memory size in `{line}`"));
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/c.md"))
+        .expect("read docs/c.md");
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let documented: usize = doc
+        .split_once("TLS segment takes ")
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .expect("docs/c.md gives the TLS segment's size (\"TLS segment takes N bytes\")");
+    println!("TLS segment: {memsz} bytes; docs/c.md: {documented}");
+    if run("readelf", &["-h"], &lib).contains("X86-64") {
+        assert_eq!(
+            memsz, documented,
+            "the TLS segment's size is not the one docs/c.md gives"
         );
     }
 }

@@ -29,7 +29,9 @@
 //! As glibc documents them: `malloc(0)` returns a unique pointer; `free(NULL)` does nothing;
 //! `realloc(NULL, n)` is `malloc(n)`; `realloc(p, 0)` frees `p` and returns NULL (glibc's
 //! choice); every failure (an overflowing `calloc` or `reallocarray` included) returns NULL
-//! with `errno = ENOMEM`, and leaves a block being resized untouched; `posix_memalign`
+//! with `errno = ENOMEM`, and leaves a block being resized untouched; a call that succeeds, and
+//! every `free`, leaves `errno` as it was (a refused first try inside it included);
+//! `posix_memalign`
 //! returns `EINVAL` for an alignment that is not a power of two times `sizeof(void *)`,
 //! `aligned_alloc` sets `EINVAL` for one that is not a power of two, and `memalign` rounds it
 //! up to one, as glibc does. Blocks of 16 bytes or more are aligned to 16, smaller ones to 8.

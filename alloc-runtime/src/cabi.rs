@@ -21,7 +21,10 @@
 //! Nothing here allocates, panics or takes a lock the fast paths do not: these functions run
 //! inside `malloc`. Failure is a null return. [`malloc`] and [`calloc`] also set `errno` to
 //! `ENOMEM` then, themselves, so that every call their fast paths make is a tail call (no stack
-//! frame to set up); for the others, setting `errno` is the caller's part.
+//! frame to set up); for the others, setting `errno` is the caller's part. A call that returns a
+//! block leaves `errno` as it found it, though a system call inside it failed first (a roomier
+//! first try, a mapping refused until the freed huge blocks kept for reuse are given back): the
+//! paths that can make one save and restore it; the fast paths make none.
 //!
 //! Huge objects from Rust's `GlobalAlloc` (aligned to a page, not to a chunk) must not be
 //! passed here, nor blocks of any other allocator.
@@ -32,6 +35,7 @@ use core::sync::atomic::Ordering;
 
 use crate::chunk::span_of;
 use crate::large::{self, MEDIUM_ALIGN_MAX, MEDIUM_MAX};
+use crate::os::KeepErrno;
 use crate::size_class::{route, Route, CHUNK_SIZE, MAX_SMALL_SIZE, PAGE_SIZE};
 use crate::span::{span_block_size, Span, STATE_LARGE, TINY_CLASS, TINY_SIZE};
 
@@ -127,21 +131,33 @@ pub fn malloc(size: usize) -> *mut u8 {
 #[cold]
 #[inline(never)]
 extern "C" fn small_miss(class: usize, size: usize, zeroed: bool) -> *mut u8 {
-    enomem_if_null(crate::heap::alloc_slow(class, size, zeroed))
+    let p = {
+        let _errno = KeepErrno::new();
+        crate::heap::alloc_slow(class, size, zeroed)
+    };
+    enomem_if_null(p)
 }
 
 /// [`malloc`] above the small fast path's sizes (and of 0 bytes).
 #[inline(never)]
 extern "C" fn malloc_big(size: usize) -> *mut u8 {
     let size = size.max(1);
-    enomem_if_null(alloc_aligned(size, default_align(size), false))
+    let p = {
+        let _errno = KeepErrno::new();
+        alloc_aligned(size, default_align(size), false)
+    };
+    enomem_if_null(p)
 }
 
 /// [`calloc`] above the small fast path's sizes (and of 0 bytes).
 #[inline(never)]
 extern "C" fn calloc_big(total: usize) -> *mut u8 {
     let total = total.max(1);
-    enomem_if_null(alloc_aligned(total, default_align(total), true))
+    let p = {
+        let _errno = KeepErrno::new();
+        alloc_aligned(total, default_align(total), true)
+    };
+    enomem_if_null(p)
 }
 
 /// Sets `errno` to `ENOMEM` when `p` is null; returns `p`.
@@ -181,7 +197,8 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
 }
 
 /// `aligned_alloc(align, size)`: a block of at least `size` bytes aligned to `align`, which the
-/// caller has checked is a power of two. Null when memory is refused.
+/// caller has checked is a power of two. Null when memory is refused; `errno` is left as it was
+/// either way.
 ///
 /// ```
 /// let p = specalloc_runtime::cabi::memalign(4096, 100);
@@ -192,6 +209,7 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
 #[inline]
 pub fn memalign(align: usize, size: usize) -> *mut u8 {
     debug_assert!(align.is_power_of_two());
+    let _errno = KeepErrno::new();
     let size = size.max(1);
     alloc_aligned(size, align.max(default_align(size)), false)
 }
@@ -320,7 +338,7 @@ pub unsafe fn usable_size(p: *mut u8) -> usize {
 /// buffer grown by small appends, as readers of input of unknown length grow theirs, then moves
 /// a logarithmic number of times instead of once per page; the room costs address space, not
 /// memory, until it is written). Null when memory is refused, with `p` untouched and still
-/// live.
+/// live; `errno` is left as it was either way (a roomier first try that was refused included).
 ///
 /// ```
 /// let p = specalloc_runtime::cabi::malloc(10);
@@ -340,6 +358,8 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     debug_assert!(!p.is_null() && size > 0);
     #[cfg(feature = "checked")]
     check_use(p);
+    // (The paths below that can make a system call keep `errno`: a successful call leaves it
+    // as it was, though a roomier first try failed.)
     // SAFETY: the caller's guarantee.
     let old = match unsafe { kind_of(p) } {
         Kind::Small(s) => {
@@ -364,6 +384,7 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
             // Growing within the page runs: into the free pages right after it, with room for
             // half as much again when they are free (see below), else just enough.
             if size > bytes && size <= MEDIUM_MAX {
+                let _errno = KeepErrno::new();
                 let roomy = size.max(bytes + bytes / 2).min(MEDIUM_MAX);
                 if large::grow_medium(s, large::medium_pages(roomy))
                     || large::grow_medium(s, large::medium_pages(size))
@@ -384,6 +405,7 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
                 return p;
             }
             if size > MEDIUM_MAX {
+                let _errno = KeepErrno::new();
                 // In place, into the free runs behind it, or by moving its pages, not its
                 // bytes (with room to grow, when growing).
                 let roomy = if size > body {
@@ -409,6 +431,9 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
     if size > old && size > MAX_SMALL_SIZE {
         let roomy = size.max(old.saturating_add(old / 2));
         if roomy <= MAX_REQUEST {
+            // (Its `ENOMEM` is not this call's when the exact size is granted below; `malloc`
+            // keeps `errno` when it succeeds.)
+            let _errno = KeepErrno::new();
             q = malloc(roomy);
         }
     }

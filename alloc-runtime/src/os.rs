@@ -217,20 +217,31 @@ pub(crate) static FAILED_UNMAPS: AtomicUsize = AtomicUsize::new(0);
 
 /// Restores this thread's `errno` when dropped: around system calls made inside `free` (and
 /// other calls that must not change it), whose failures the allocator handles itself.
-pub(crate) struct KeepErrno(libc::c_int);
+/// (The location is kept with the value: one `__errno_location` call, not two. The value is
+/// `!Send`, so it is dropped on the thread whose `errno` it points to.)
+pub(crate) struct KeepErrno {
+    at: *mut libc::c_int,
+    was: libc::c_int,
+}
 
 impl KeepErrno {
     /// Saves this thread's `errno`.
+    #[inline(always)]
     pub(crate) fn new() -> KeepErrno {
-        // SAFETY: `__errno_location` returns this thread's errno, valid for reads.
-        KeepErrno(unsafe { *libc::__errno_location() })
+        // SAFETY: `__errno_location` returns this thread's errno, valid for reads and writes
+        // while the thread lives.
+        let at = unsafe { libc::__errno_location() };
+        // SAFETY: as above.
+        let was = unsafe { *at };
+        KeepErrno { at, was }
     }
 }
 
 impl Drop for KeepErrno {
+    #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: as above, valid for writes.
-        unsafe { *libc::__errno_location() = self.0 };
+        // SAFETY: this thread's errno (the value cannot leave the thread), valid for writes.
+        unsafe { *self.at = self.was };
     }
 }
 

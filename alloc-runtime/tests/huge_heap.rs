@@ -1,8 +1,8 @@
 //! Huge objects (over 1 MiB) come from memory the allocator already holds: buffers of varying
 //! sizes replaced at random land on resident pages (few page faults, no mapping each), a
-//! growing object extends into the free pages behind it, large zeroed objects on reused pages
-//! read zero without being touched page by page (those up to 8 MiB are cleared in place, but
-//! for the pages no object touched),
+//! growing object extends into the free pages behind it, zeroed objects on reused pages are
+//! cleared in place where their pages are resident and read zero without being touched where
+//! they are not (a zeroed 256 MiB block on a run that held 16 MiB),
 //! freed pages decay (`MADV_FREE`, then `MADV_DONTNEED`, then unmapped) on the page policy's
 //! clock, free bytes past the resident bound go back from the end of the longest free run, and
 //! a program churning within its recent footprint faults few pages in again (the resident bound
@@ -152,6 +152,44 @@ fn small_zeroed_on_resident_pages_is_cleared_in_place() {
     assert!(
         faults < 256,
         "{faults} faults using a zeroed 6 MiB block on reused pages"
+    );
+}
+
+/// Zeroed blocks above 8 MiB on reused resident pages are cleared in place too: a loop of them,
+/// each read in part and written whole, faults few pages in (dropping their pages to zero them
+/// faulted every page in again, one fault per 4 KiB used).
+fn large_zeroed_on_resident_pages_are_cleared_in_place() {
+    let big = Layout::from_size_align(24 * MIB, 8).unwrap();
+    let p = specalloc_runtime::alloc(big);
+    assert!(!p.is_null());
+    // SAFETY: a live block of 24 MiB, written whole, then freed.
+    unsafe {
+        p.write_bytes(5, big.size());
+        specalloc_runtime::dealloc(p, big);
+    }
+    let mut x = 11u64;
+    let mut pages = 0;
+    let f0 = minor_faults();
+    for round in 0..20u8 {
+        let n = 9 * MIB + next(&mut x) as usize % (15 * MIB);
+        let l = Layout::from_size_align(n, 8).unwrap();
+        let q = specalloc_runtime::alloc_zeroed(l);
+        assert!(!q.is_null());
+        // SAFETY: a live zeroed block of `n` bytes, read at every 4,093rd byte and at its end,
+        // written whole, then freed.
+        unsafe {
+            assert!((0..n).step_by(4093).all(|i| *q.add(i) == 0));
+            assert_eq!(*q.add(n - 1), 0);
+            q.write_bytes(round | 1, n);
+            specalloc_runtime::dealloc(q, l);
+        }
+        pages += n / 4096;
+    }
+    let faults = (minor_faults() - f0) as usize;
+    println!("zeroed 9-24 MiB blocks: {faults} faults for {pages} pages used");
+    assert!(
+        faults * 50 < pages,
+        "{faults} faults for {pages} pages of zeroed 9-24 MiB blocks on reused pages"
     );
 }
 
@@ -490,6 +528,7 @@ fn huge_objects_reuse_memory_the_allocator_holds() {
     replaced_buffers_reuse_resident_pages();
     zeroed_on_reused_pages_is_not_touched();
     small_zeroed_on_resident_pages_is_cleared_in_place();
+    large_zeroed_on_resident_pages_are_cleared_in_place();
     partly_used_zeroed_stays_partly_resident();
     free_runs_decay_on_the_clock();
     excess_goes_from_the_longest_runs_end();

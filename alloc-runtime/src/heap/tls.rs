@@ -14,7 +14,8 @@
 //!
 //! The price, as for every peer: a shared library that uses initial-exec TLS and is loaded with
 //! `dlopen` (not preloaded and not linked at start) must fit glibc's static TLS surplus (about
-//! 1.6 KiB shared by all such libraries; this block is 24 bytes), or `dlopen` fails with "cannot
+//! 1.6 KiB shared by all such libraries; this block is 24 bytes of `libspecalloc.so`'s 104-byte
+//! TLS segment, the rest std's), or `dlopen` fails with "cannot
 //! allocate memory in static TLS block". The `local-dynamic-tls` feature (as mimalloc's
 //! `local_dynamic_tls`) keeps `thread_local!` for programs that must `dlopen` the library late;
 //! other targets use `thread_local!` always.
