@@ -123,17 +123,46 @@ impl Gen {
 
     /// `Box::<T>::default()`: `box_default::<T, _>(Box::<T>::default).make()`, whose `make` is
     /// picked by method resolution at the site (`T: Default`, or std's function otherwise).
+    ///
+    /// Under `report` the site is a unit struct declared next to its static and passed as a
+    /// type (`report::box_default::<T, _, SiteType>`), so that the probe, a temporary that
+    /// lives to the end of the statement, stays zero-sized.
     pub fn box_default(&self, user: Span, std: TokenStream, ty: &Type) -> TokenStream {
-        let generics = quote_spanned!(user=> ::<#ty, _>);
-        let probe = self.call(user, "box_default", generics, std, "Box::default");
         let make = Ident::new("make", located(user));
-        quote_spanned!(located(user)=> #probe.#make())
+        if !self.report {
+            let generics = quote_spanned!(user=> ::<#ty, _>);
+            let probe = self.call(user, "box_default", generics, std, "Box::default");
+            return quote_spanned!(located(user)=> #probe.#make());
+        }
+        let sp = user;
+        let root = self.root(sp);
+        let wrap = located(user);
+        let file = quote_spanned!(user=> file!());
+        let line = quote_spanned!(user=> line!());
+        let column = quote_spanned!(user=> column!());
+        let site = Ident::new("__SPECALLOC_SITE", wrap);
+        let site_ty = Ident::new("__SpecallocSite", wrap);
+        let f = quote_spanned!(sp=> #root::__private::report::box_default);
+        quote_spanned! {wrap=>
+            ({
+                static #site: #root::__private::Site =
+                    #root::__private::Site::new(#file, #line, #column, "Box::default");
+                struct #site_ty;
+                impl #root::__private::SiteOf for #site_ty {
+                    #[inline(always)]
+                    fn site() -> ::core::option::Option<&'static #root::__private::Site> {
+                        ::core::option::Option::Some(&#site)
+                    }
+                }
+                #f::<#ty, _, #site_ty>(#std)
+            }).#make()
+        }
     }
 
-    /// `Box::pin(e)`.
+    /// `Box::pin(e)`: `pinner(Box::pin)(e)`, which calls the routine's `Box::into_pin` or,
+    /// for a type no routine serves, std's `Box::pin` itself, as [`Gen::boxed`] chooses.
     pub fn pinned(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
-        let args = quote_spanned!(user=> #std, #arg);
-        self.call(user, "pinned", TokenStream::new(), args, "Box::pin")
+        self.chosen(user, "pinner", std, arg, "Box::pin")
     }
 
     /// `Box::new_uninit()` / `Box::new_zeroed()` (`std` is the callee as written).

@@ -627,7 +627,7 @@ fn idempotent() {
         quote!(),
         quote!(
             fn f() -> Vec<Box<u8>> {
-                vec![Box::new(1); 2]
+                std::vec![Box::new(1); 2]
             }
         ),
     );
