@@ -4,20 +4,21 @@
 //!
 //! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
 //! `Box::pin(e)`, `Box::<T>::default()`, `Box::<[T]>::from([…])`, `Box::<[T; N]>::from([…])`,
-//! `Box::<str>::from("…")`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
-//! `vec![a, b, c]`, `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`,
-//! `"…".to_string()` and `"…".to_owned()`, where `N` is an integer literal or looks like a
-//! const item. Closures, async blocks and the arguments of the formatting macros (`format!`,
-//! `println!`, `write!`, `panic!`, ...) are walked; nested items, const contexts, types,
-//! patterns, and the arguments of macros that show their input (`assert!`, `dbg!`,
-//! `stringify!`, unknown macros) are not. Left alone too, so that the code behaves and warns
-//! as written: a site whose value is discarded (`Box::new(x);`, for `#[must_use]`), a length
-//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site
-//! with attributes of its own and a `vec!` with an attributed element (`#[cfg]` decides after
-//! the macro which elements there are), a site whose operands `.await` (the future keeps its
-//! size), a bare `Box`, `Vec`, `String` or `vec!` in a scope where an item of the annotated
-//! code shadows the name, `vec!` when the item defines a `macro_rules! vec`, and the arguments
-//! of a formatting macro whose name the item defines or imports from elsewhere.
+//! `Box::<str>::from("…")`, `Box::new_uninit` and `Box::new_zeroed` used as values,
+//! `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`, `"…".to_string()`
+//! and `"…".to_owned()`, where `N` is an integer literal or looks like a const item. `vec!` is
+//! left to std in every form (the elements of `std::vec!` and `alloc::vec!` are walked), and
+//! so is `Box::new` used as a value. Closures, async blocks and the arguments of the
+//! formatting macros (`format!`, `println!`, `write!`, `panic!`, ...) are walked; nested
+//! items, const contexts, types, patterns, and the arguments of macros that show their input
+//! (`assert!`, `dbg!`, `stringify!`, unknown macros, a bare `vec!`) are not. Left alone too,
+//! so that the code behaves and warns as written: a site whose value is discarded
+//! (`Box::new(x);`, `(Box::new(x));`, `{ Box::new(x) };`, for `#[must_use]`), a length path
+//! inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site with
+//! attributes of its own (`#[cfg]` decides after the macro which elements there are), a site
+//! whose operands `.await` (the future keeps its size), a bare `Box`, `Vec` or `String` in a
+//! scope where an item of the annotated code or a type parameter shadows the name, and the
+//! arguments of a formatting macro whose name the item defines or imports from elsewhere.
 
 use std::collections::HashSet;
 
@@ -88,8 +89,6 @@ pub struct Rewriter<'g> {
     in_unsafe: usize,
     /// Names of the `static` items declared in the annotated item: not const lengths.
     statics: HashSet<String>,
-    /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
-    local_vec: bool,
     /// The names of the `macro_rules!` macros the annotated item defines: a formatting macro's
     /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
     /// as written.
@@ -111,19 +110,17 @@ impl<'g> Rewriter<'g> {
             rewrites: 0,
             in_unsafe: 0,
             statics: HashSet::new(),
-            local_vec: false,
             local_macros: HashSet::new(),
             shadowed: Vec::new(),
         }
     }
 
-    /// Looks over the whole annotated item before the walk: its `static`s and whether it
-    /// defines a `macro_rules! vec`.
+    /// Looks over the whole annotated item before the walk: its `static`s (extern ones too)
+    /// and the macros it defines.
     pub fn scan(&mut self, target: &Target) {
         #[derive(Default)]
         struct Scan {
             statics: HashSet<String>,
-            local_vec: bool,
             macros: HashSet<String>,
         }
         impl<'ast> Visit<'ast> for Scan {
@@ -138,7 +135,6 @@ impl<'g> Rewriter<'g> {
             }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
                 if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {
-                    self.local_vec |= name == "vec";
                     self.macros.insert(name.to_string());
                 }
                 syn::visit::visit_item_macro(self, m);
@@ -152,7 +148,6 @@ impl<'g> Rewriter<'g> {
             Target::Mod(m) => scan.visit_item_mod(m),
         }
         self.statics = scan.statics;
-        self.local_vec = scan.local_vec;
         self.local_macros = scan.macros;
     }
 
@@ -397,7 +392,7 @@ impl<'g> Rewriter<'g> {
             // cannot see (one defined at the crate root), which may show its tokens: it is
             // left whole, its elements as written. `std::vec!` and `alloc::vec!` are std's:
             // their elements are walked, as a formatting macro's are.
-            if mac.path.segments.len() == 1 || self.local_vec {
+            if mac.path.segments.len() == 1 {
                 return None;
             }
             match parse::vec_args(&mac.tokens)? {

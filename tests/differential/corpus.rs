@@ -309,12 +309,8 @@ macro_rules! corpus {
             fn shadowed() -> (u8, &'static str, usize, Vec<u8>, &'static str) {
                 use self::shadow::Box;
                 let b = Box::new(7u8);
-                let n = {
-                    macro_rules! vec {
-                        ($a:expr, $b:expr, $c:expr) => { [$a, $b, $c].len() };
-                    }
-                    vec![1, 2, 3]
-                };
+                // (A `macro_rules! vec` of the code's own: `tests/user_vec_macro.rs`.)
+                let n = [1, 2, 3].len();
                 let shown = {
                     macro_rules! format {
                         ($a:expr, $b:expr) => { stringify!($b) };
@@ -455,7 +451,7 @@ macro_rules! corpus {
                 let fns = vec![one_u8, two_u8];
                 let closures = vec![|| 3u8, || 4u8];
                 let units = vec![(); UNITS];
-                let values: Vec<u8> = fns.iter().chain(closures.iter()).map(|f| f()).collect();
+                let values: Vec<u8> = fns.iter().map(|f| f()).chain(closures.iter().map(|f| f())).collect();
                 line(out, "fn items and closures in vec!", (values, units.len()));
             }
 
