@@ -7,8 +7,10 @@
 //! std code when the routines do not serve (sizes without a routine, opt-out, or a program
 //! that did not `install!` specalloc).
 
+pub use core::clone::Clone;
 use core::mem::ManuallyDrop;
 pub use core::mem::MaybeUninit;
+pub use core::option::Option;
 use core::pin::Pin;
 
 pub use crate::report::counted as report;

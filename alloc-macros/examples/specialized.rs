@@ -35,7 +35,11 @@ fn build(n: usize) -> (Box<Point>, Vec<u32>, Vec<u8>, String, Vec<u8>) {
 fn counted() -> (Box<Point>, Vec<u32>, String) {
     let mut v = Vec::with_capacity(3);
     v.extend([1, 2, 3]);
-    (Box::new(Point { x: 3.0, y: 4.0 }), v, String::from("counted"))
+    (
+        Box::new(Point { x: 3.0, y: 4.0 }),
+        v,
+        String::from("counted"),
+    )
 }
 
 fn main() {

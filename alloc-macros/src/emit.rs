@@ -150,8 +150,8 @@ impl Gen {
                 struct #site_ty;
                 impl #root::__private::SiteOf for #site_ty {
                     #[inline(always)]
-                    fn site() -> ::core::option::Option<&'static #root::__private::Site> {
-                        ::core::option::Option::Some(&#site)
+                    fn site() -> #root::__private::Option<&'static #root::__private::Site> {
+                        #root::__private::Option::Some(&#site)
                     }
                 }
                 #f::<#ty, _, #site_ty>(#std)
@@ -195,6 +195,7 @@ impl Gen {
         n: &TokenStream,
     ) -> TokenStream {
         let sp = user;
+        let root = self.root(sp);
         if is_zero_literal(elem) {
             let generics = quote_spanned!(sp=> ::<_, #n>);
             let args = quote_spanned!(sp=> #empty, #elem);
@@ -202,7 +203,7 @@ impl Gen {
         }
         if self.report {
             let generics = quote_spanned!(sp=> ::<_, #n, _>);
-            let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
+            let clone = quote_spanned!(sp=> #root::__private::Clone::clone);
             let args = quote_spanned!(sp=> #empty, #clone, #elem);
             return self.call(user, "vec_from_elem", generics, args, "vec![e; N]");
         }
@@ -214,11 +215,10 @@ impl Gen {
         // on the element as std reports it, an element that is not `Clone` is "required by a
         // bound in `from_elem`" as in std, and the notes ("function defined here", the bound)
         // point at the user's `vec!` rather than into specalloc.
-        let root = self.root(sp);
         quote_spanned! {sp=>
             ({
                 #[inline]
-                fn from_elem<T: ::core::clone::Clone, const N: usize>(
+                fn from_elem<T: #root::__private::Clone, const N: usize>(
                     empty: #root::__private::Vec<T>,
                     elem: T,
                 ) -> #root::__private::Vec<T> {

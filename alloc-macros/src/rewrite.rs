@@ -28,8 +28,8 @@ use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
     Attribute, Block, Expr, ExprCall, ExprMethodCall, ExprPath, GenericArgument, Generics,
-    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, Pat,
-    PatIdent, Path, PathArguments, Signature, Stmt, TraitItem, Type,
+    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, Pat, PatIdent, Path,
+    PathArguments, Signature, Stmt, TraitItem, Type,
 };
 
 use crate::emit::Gen;
@@ -129,9 +129,25 @@ impl<'g> Rewriter<'g> {
                 syn::visit::visit_item_static(self, s);
             }
             fn visit_foreign_item_static(&mut self, s: &'ast syn::ForeignItemStatic) {
-                // `unsafe extern { safe static TZ: usize; }`: no const argument can read it.
                 self.statics.insert(s.ident.to_string());
                 syn::visit::visit_foreign_item_static(self, s);
+            }
+            fn visit_foreign_item(&mut self, i: &'ast syn::ForeignItem) {
+                // `unsafe extern "C" { safe static TZ: usize; }` (which syn keeps as tokens): no
+                // const argument can read it.
+                if let syn::ForeignItem::Verbatim(tokens) = i {
+                    let mut after_static = false;
+                    for t in tokens.clone() {
+                        if let proc_macro2::TokenTree::Ident(id) = t {
+                            if after_static && id != "mut" {
+                                self.statics.insert(id.to_string());
+                                break;
+                            }
+                            after_static |= id == "static";
+                        }
+                    }
+                }
+                syn::visit::visit_foreign_item(self, i);
             }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
                 if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {

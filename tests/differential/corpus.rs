@@ -438,6 +438,15 @@ macro_rules! corpus {
 
             const UNITS: usize = usize::MAX;
 
+            unsafe extern "C" {
+                safe static SPECALLOC_CORPUS_LEN: usize;
+            }
+
+            /// An extern static as a length (a const argument cannot read it).
+            fn extern_static_len() -> (usize, usize) {
+                (Vec::<u8>::with_capacity(SPECALLOC_CORPUS_LEN).capacity(), String::with_capacity(SPECALLOC_CORPUS_LEN).capacity())
+            }
+
             /// Fn items and closures in `vec![a, b]`: the array finds their common type.
             fn one_u8() -> u8 {
                 1
@@ -594,6 +603,7 @@ macro_rules! corpus {
                 clone_panics(&mut out);
                 common_types(&mut out);
                 line(&mut out, "type parameter named String", type_param_named_string::<Box<str>>());
+                line(&mut out, "extern static length", extern_static_len());
                 line(&mut out, "Box::pin and map(Box::new) of 1 MiB on small stacks", big_values_on_small_stacks());
                 out
             }
