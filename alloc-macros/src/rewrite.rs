@@ -631,7 +631,8 @@ fn callee(e: &Expr) -> Option<Callee<'_>> {
 }
 
 /// Recognises `Box::f`, `Box::<T>::f`, `std::boxed::Box::f`, `alloc::boxed::Box::f` (with or
-/// without a leading `::`), and likewise `Vec` (`std::vec`) and `String` (`std::string`).
+/// without a leading `::`, or under a re-export of std, `crate::lib::std::boxed::Box::f`), and
+/// likewise `Vec` (`std::vec`) and `String` (`std::string`).
 fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
     if !p.attrs.is_empty() || p.qself.is_some() {
         return None;
@@ -650,11 +651,15 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         "String" => (Family::String, "string"),
         _ => return None,
     };
+    // `std::vec::Vec`, and a re-export of std's modules under it (`crate::lib::std::vec::Vec`,
+    // as nom writes it): the path ends in `std::vec` or `alloc::vec`.
     let prefix_ok = match prefix {
         [] => path.leading_colon.is_none(),
-        [krate, m] => {
-            krate.arguments.is_none()
-                && m.arguments.is_none()
+        [outer @ .., krate, m] => {
+            outer
+                .iter()
+                .chain([krate, m])
+                .all(|s| s.arguments.is_none())
                 && (krate.ident == "std" || krate.ident == "alloc")
                 && m.ident == module
         }
