@@ -6,6 +6,12 @@
 //! inference sees the same functions. The work is done by [`spec`], which falls back to the
 //! std code when the routines do not serve (sizes without a routine, opt-out, or a program
 //! that did not `install!` specalloc).
+//!
+//! The entry points that take the block inline are `#[inline(always)]` in optimised builds
+//! only: in a build with debug assertions (a debug build) they are `#[inline]`, a call of
+//! their own, so that the user's frame does not gain their locals (LLVM inlines
+//! `#[inline(always)]` even unoptimised, and keeps every inlined local in the caller's frame:
+//! a recursive function would need several times the stack it needs without the attribute).
 
 pub use core::clone::Clone;
 use core::mem::ManuallyDrop;
@@ -92,7 +98,8 @@ fn box_slice_spec<T, const N: usize>(a: [T; N]) -> Box<[T]> {
 /// `From<&str> for Box<str>`: one block of exactly `N` bytes (none for `""`), the literal's
 /// length, with the bytes copied in. Not `#[must_use]`, as `From::from` is not (nor is
 /// `Default::default`, below).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
     _std: F,
     s: &'static str,
@@ -160,7 +167,8 @@ impl<T: Default, F: Fn() -> Box<T>, S: SiteOf> BoxDefault<T, F, S> {
     /// What std's `impl<T: Default> Default for Box<T>` does, in its order: the block first
     /// (`Box::new_uninit`, here through the routine of `T`'s class), then `T::default()` written
     /// into it; if `T::default()` panics, the block is freed.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn make(&self) -> Box<T> {
         if let Some(site) = S::site() {
             site.hit(core::mem::size_of::<T>(), core::mem::align_of::<T>());
@@ -461,7 +469,8 @@ fn string_capacity_spec<const N: usize>(_n: usize) -> String {
 
 /// `String::from("…")`, `"…".to_string()`, `"…".to_owned()` (`_std` is the user's function):
 /// capacity exactly `N`, the literal's length.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[must_use]
 pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(
     _std: F,
