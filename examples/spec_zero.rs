@@ -1,6 +1,7 @@
 //! Issue 22's zero-fill case: `vec![0u8; N]` plain against `#[specialize]`-annotated, installed,
 //! for one 256 MiB vector and for 20,000 vectors of 64 KiB (sizes no routine serves: the
 //! annotated code must take `alloc_zeroed` as std does, whose fresh pages are zero untouched).
+//! `#[specialize]` leaves `vec!` to std, so the annotated side is std's code.
 //!
 //! ```text
 //! cargo run --release --example spec_zero plain|annotated

@@ -6,9 +6,17 @@
 //! inference sees the same functions. The work is done by [`spec`], which falls back to the
 //! std code when the routines do not serve (sizes without a routine, opt-out, or a program
 //! that did not `install!` specalloc).
+//!
+//! The entry points that take the block inline are `#[inline(always)]` in optimised builds
+//! only: in a build with debug assertions (a debug build) they are `#[inline]`, a call of
+//! their own, so that the user's frame does not gain their locals (LLVM inlines
+//! `#[inline(always)]` even unoptimised, and keeps every inlined local in the caller's frame:
+//! a recursive function would need several times the stack it needs without the attribute).
 
+pub use core::clone::Clone;
 use core::mem::ManuallyDrop;
 pub use core::mem::MaybeUninit;
+pub use core::option::Option;
 use core::pin::Pin;
 
 pub use crate::report::counted as report;
@@ -90,7 +98,8 @@ fn box_slice_spec<T, const N: usize>(a: [T; N]) -> Box<[T]> {
 /// `From<&str> for Box<str>`: one block of exactly `N` bytes (none for `""`), the literal's
 /// length, with the bytes copied in. Not `#[must_use]`, as `From::from` is not (nor is
 /// `Default::default`, below).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
     _std: F,
     s: &'static str,
@@ -106,41 +115,62 @@ pub fn box_str<const N: usize, F: FnOnce(&'static str) -> Box<str>>(
 /// `T: Default` can have), and otherwise, through `Deref`, [`StdDefault::make`], which calls
 /// std's function: `Box::<str>::default()`, `Box::<[u8]>::default()`, a `Box<dyn Trait>` of
 /// the user's own `Default` impl, or a type parameter without a `Default` bound.
-pub struct BoxDefault<T: ?Sized, F> {
+///
+/// The probe is zero-sized (the site it counts under `report` is a type, [`SiteOf`]): it is a
+/// temporary that lives to the end of the statement, so an `async` block that awaits later in
+/// that statement holds nothing more than without the attribute.
+pub struct BoxDefault<T: ?Sized, F, S = NoSite> {
     std: StdDefault<T, F>,
-    site: Option<&'static Site>,
+    site: core::marker::PhantomData<S>,
 }
 
 /// The fallback of [`BoxDefault`]: std's `Box::<T>::default`, called as it is.
 pub struct StdDefault<T: ?Sized, F>(F, core::marker::PhantomData<fn() -> Box<T>>);
 
+/// The site a [`BoxDefault`] counts, as a type (a unit struct the `report` expansion declares
+/// next to its static), so that the probe stays zero-sized.
+pub trait SiteOf {
+    /// The site counted, if any.
+    fn site() -> Option<&'static Site>;
+}
+
+/// No site: `#[specialize]` without `report`.
+pub struct NoSite;
+
+impl SiteOf for NoSite {
+    #[inline(always)]
+    fn site() -> Option<&'static Site> {
+        None
+    }
+}
+
 /// The probe of `Box::<T>::default()` (`std` is the user's `Box::<T>::default`).
 #[inline(always)]
 #[must_use]
 pub fn box_default<T: ?Sized, F: Fn() -> Box<T>>(std: F) -> BoxDefault<T, F> {
-    box_default_at(std, None)
+    box_default_at(std)
 }
 
-/// [`box_default`], counted at `site` (`#[specialize(report)]`) when `make` allocates.
+/// [`box_default`], counted at `S`'s site (`#[specialize(report)]`) when `make` allocates.
 #[inline(always)]
 #[must_use]
-pub(crate) fn box_default_at<T: ?Sized, F: Fn() -> Box<T>>(
+pub(crate) fn box_default_at<T: ?Sized, F: Fn() -> Box<T>, S: SiteOf>(
     std: F,
-    site: Option<&'static Site>,
-) -> BoxDefault<T, F> {
+) -> BoxDefault<T, F, S> {
     BoxDefault {
         std: StdDefault(std, core::marker::PhantomData),
-        site,
+        site: core::marker::PhantomData,
     }
 }
 
-impl<T: Default, F: Fn() -> Box<T>> BoxDefault<T, F> {
+impl<T: Default, F: Fn() -> Box<T>, S: SiteOf> BoxDefault<T, F, S> {
     /// What std's `impl<T: Default> Default for Box<T>` does, in its order: the block first
     /// (`Box::new_uninit`, here through the routine of `T`'s class), then `T::default()` written
     /// into it; if `T::default()` panics, the block is freed.
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn make(&self) -> Box<T> {
-        if let Some(site) = self.site {
+        if let Some(site) = S::site() {
             site.hit(core::mem::size_of::<T>(), core::mem::align_of::<T>());
         }
         let mut b = spec::uninit::<T>();
@@ -154,7 +184,7 @@ impl<T: Default, F: Fn() -> Box<T>> BoxDefault<T, F> {
     }
 }
 
-impl<T: ?Sized, F> core::ops::Deref for BoxDefault<T, F> {
+impl<T: ?Sized, F, S> core::ops::Deref for BoxDefault<T, F, S> {
     type Target = StdDefault<T, F>;
 
     #[inline(always)]
@@ -171,10 +201,23 @@ impl<T: ?Sized, F: Fn() -> Box<T>> StdDefault<T, F> {
     }
 }
 
-/// `Box::pin(x)` (`_std` is the user's `Box::pin`).
+/// `Box::pin` as rewritten by `#[specialize]`: `pinner(Box::pin)(x)`. The function to call is
+/// chosen from `T` at compile time, as [`boxer`] chooses: the routine's box pinned when a
+/// routine serves `T`, std's `Box::pin` itself otherwise (a large value is then passed exactly
+/// as without the attribute, with no extra copy on the stack of a debug build).
 #[inline(always)]
 #[must_use]
-pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(_std: F, x: T) -> Pin<Box<T>> {
+pub fn pinner<T, F: FnOnce(T) -> Pin<Box<T>>>(_std: F) -> fn(T) -> Pin<Box<T>> {
+    if Served::<T>::BOX {
+        pin_spec::<T>
+    } else {
+        Box::<T>::pin
+    }
+}
+
+/// `Box::pin(x)` through the routine of `T`'s class.
+#[inline(always)]
+fn pin_spec<T>(x: T) -> Pin<Box<T>> {
     Box::into_pin(spec::boxed(x))
 }
 
@@ -426,7 +469,8 @@ fn string_capacity_spec<const N: usize>(_n: usize) -> String {
 
 /// `String::from("…")`, `"…".to_string()`, `"…".to_owned()` (`_std` is the user's function):
 /// capacity exactly `N`, the literal's length.
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 #[must_use]
 pub fn string_from<const N: usize, F: FnOnce(&'static str) -> String>(
     _std: F,

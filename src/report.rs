@@ -20,7 +20,7 @@ pub struct SiteStats {
     pub line: u32,
     /// Column of the site (1-based).
     pub column: u32,
-    /// What was written there: `Box::new`, `vec![e; N]`, `String::from`, …
+    /// What was written there: `Box::new`, `Vec::with_capacity`, `String::from`, …
     pub what: &'static str,
     /// Times the site ran.
     pub hits: u64,
@@ -414,24 +414,23 @@ pub mod counted {
         p::box_str::<N, F>(std, s)
     }
 
-    /// [`p::box_default`], counted when the block comes from [`p::BoxDefault::make`].
+    /// [`p::box_default`], counted at `S`'s site when the block comes from
+    /// [`p::BoxDefault::make`].
     #[inline(always)]
-    pub fn box_default<T: ?Sized, F: Fn() -> Box<T>>(
-        site: &'static Site,
+    pub fn box_default<T: ?Sized, F: Fn() -> Box<T>, S: p::SiteOf>(
         std: F,
-    ) -> p::BoxDefault<T, F> {
-        p::box_default_at(std, Some(site))
+    ) -> p::BoxDefault<T, F, S> {
+        p::box_default_at(std)
     }
 
-    /// [`p::pinned`], counted.
+    /// [`p::pinner`], counted when the site starts to run, as [`boxer`].
     #[inline(always)]
-    pub fn pinned<T, F: FnOnce(T) -> Pin<Box<T>>>(
+    pub fn pinner<T, F: FnOnce(T) -> Pin<Box<T>>>(
         site: &'static Site,
         std: F,
-        x: T,
-    ) -> Pin<Box<T>> {
+    ) -> fn(T) -> Pin<Box<T>> {
         site.hit(size_of::<T>(), align_of::<T>());
-        p::pinned(std, x)
+        p::pinner(std)
     }
 
     /// [`p::uninit`], counted.

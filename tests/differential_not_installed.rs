@@ -93,6 +93,17 @@ fn annotated_code_behaves_exactly_like_plain_code_without_install() {
         find("counter read inside vec![a, b]"),
         "counter read inside vec![a, b]: [1, 1]"
     );
+    // Every zero value std knows takes zeroed memory (six vectors, six zeroed allocations).
+    assert!(find("zero values").ends_with(", (6, 6))"));
+    // A panicking clone: std drops the original first, then the clones made.
+    assert_eq!(
+        find("drop order of a panicking clone: (false"),
+        "drop order of a panicking clone: (false, \"third clone\", [0, 1, 2])"
+    );
+    assert_eq!(
+        find("drop order of a panicking clone: (true"),
+        "drop order of a panicking clone: (true, \"third clone\", [0, 1, 2])"
+    );
     // The block of `vec![1, x?, 3]` is allocated before `x?` returns, as in std's order (an
     // optimised plain build may leave out an allocation nothing uses; the annotated one keeps
     // it), and freed; likewise before a panicking element.

@@ -19,23 +19,25 @@ struct Point {
     y: f64,
 }
 
-/// Every site with a size known at compile time is rewritten; `vec![0u8; n]` is not.
+/// Every site with a size known at compile time is rewritten; `vec!` is left to std.
 #[specialize]
 fn build(n: usize) -> (Box<Point>, Vec<u32>, Vec<u8>, String, Vec<u8>) {
     let p = Box::new(Point { x: 1.0, y: 2.0 }); // 16 B: size class 2
-    let v = vec![7u32; LEN]; // 64 B: size class 6
-    let z = vec![0u8; 1000]; // 1000 B, zeroed: size class 32 (1024 B)
+    let v = Vec::with_capacity(LEN); // 64 B: size class 6
+    let z = vec![0u8; 1000]; // `vec!`: std's, zeroed memory from the global allocator
     let s = "size-specialised".to_string(); // 16 B: size class 2
-    let r = vec![0u8; n]; // known at run time: the generic path, unchanged
+    let r = vec![0u8; n]; // std's
     (p, v, z, s, r)
 }
 
 /// The same kinds of sites, counted: `#[specialize(report)]` lists them in `sites()`.
 #[specialize(report)]
 fn counted() -> (Box<Point>, Vec<u32>, String) {
+    let mut v = Vec::with_capacity(3);
+    v.extend([1, 2, 3]);
     (
         Box::new(Point { x: 3.0, y: 4.0 }),
-        vec![1, 2, 3],
+        v,
         String::from("counted"),
     )
 }
@@ -44,7 +46,7 @@ fn main() {
     for _ in 0..100 {
         let (p, v, z, s, r) = build(10);
         assert_eq!(
-            (p.x + p.y, v.len(), z.len(), s.len(), r.len()),
+            (p.x + p.y, v.capacity(), z.len(), s.len(), r.len()),
             (3.0, LEN, 1000, 16, 10)
         );
         let (p, v, s) = counted();

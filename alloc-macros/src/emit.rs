@@ -123,17 +123,46 @@ impl Gen {
 
     /// `Box::<T>::default()`: `box_default::<T, _>(Box::<T>::default).make()`, whose `make` is
     /// picked by method resolution at the site (`T: Default`, or std's function otherwise).
+    ///
+    /// Under `report` the site is a unit struct declared next to its static and passed as a
+    /// type (`report::box_default::<T, _, SiteType>`), so that the probe, a temporary that
+    /// lives to the end of the statement, stays zero-sized.
     pub fn box_default(&self, user: Span, std: TokenStream, ty: &Type) -> TokenStream {
-        let generics = quote_spanned!(user=> ::<#ty, _>);
-        let probe = self.call(user, "box_default", generics, std, "Box::default");
         let make = Ident::new("make", located(user));
-        quote_spanned!(located(user)=> #probe.#make())
+        if !self.report {
+            let generics = quote_spanned!(user=> ::<#ty, _>);
+            let probe = self.call(user, "box_default", generics, std, "Box::default");
+            return quote_spanned!(located(user)=> #probe.#make());
+        }
+        let sp = user;
+        let root = self.root(sp);
+        let wrap = located(user);
+        let file = quote_spanned!(user=> file!());
+        let line = quote_spanned!(user=> line!());
+        let column = quote_spanned!(user=> column!());
+        let site = Ident::new("__SPECALLOC_SITE", wrap);
+        let site_ty = Ident::new("__SpecallocSite", wrap);
+        let f = quote_spanned!(sp=> #root::__private::report::box_default);
+        quote_spanned! {wrap=>
+            ({
+                static #site: #root::__private::Site =
+                    #root::__private::Site::new(#file, #line, #column, "Box::default");
+                struct #site_ty;
+                impl #root::__private::SiteOf for #site_ty {
+                    #[inline(always)]
+                    fn site() -> #root::__private::Option<&'static #root::__private::Site> {
+                        #root::__private::Option::Some(&#site)
+                    }
+                }
+                #f::<#ty, _, #site_ty>(#std)
+            }).#make()
+        }
     }
 
-    /// `Box::pin(e)`.
+    /// `Box::pin(e)`: `pinner(Box::pin)(e)`, which calls the routine's `Box::into_pin` or,
+    /// for a type no routine serves, std's `Box::pin` itself, as [`Gen::boxed`] chooses.
     pub fn pinned(&self, user: Span, std: TokenStream, arg: &Expr) -> TokenStream {
-        let args = quote_spanned!(user=> #std, #arg);
-        self.call(user, "pinned", TokenStream::new(), args, "Box::pin")
+        self.chosen(user, "pinner", std, arg, "Box::pin")
     }
 
     /// `Box::new_uninit()` / `Box::new_zeroed()` (`std` is the callee as written).
@@ -166,6 +195,7 @@ impl Gen {
         n: &TokenStream,
     ) -> TokenStream {
         let sp = user;
+        let root = self.root(sp);
         if is_zero_literal(elem) {
             let generics = quote_spanned!(sp=> ::<_, #n>);
             let args = quote_spanned!(sp=> #empty, #elem);
@@ -173,7 +203,7 @@ impl Gen {
         }
         if self.report {
             let generics = quote_spanned!(sp=> ::<_, #n, _>);
-            let clone = quote_spanned!(sp=> ::core::clone::Clone::clone);
+            let clone = quote_spanned!(sp=> #root::__private::Clone::clone);
             let args = quote_spanned!(sp=> #empty, #clone, #elem);
             return self.call(user, "vec_from_elem", generics, args, "vec![e; N]");
         }
@@ -185,11 +215,10 @@ impl Gen {
         // on the element as std reports it, an element that is not `Clone` is "required by a
         // bound in `from_elem`" as in std, and the notes ("function defined here", the bound)
         // point at the user's `vec!` rather than into specalloc.
-        let root = self.root(sp);
         quote_spanned! {sp=>
             ({
                 #[inline]
-                fn from_elem<T: ::core::clone::Clone, const N: usize>(
+                fn from_elem<T: #root::__private::Clone, const N: usize>(
                     empty: #root::__private::Vec<T>,
                     elem: T,
                 ) -> #root::__private::Vec<T> {

@@ -4,32 +4,32 @@
 //!
 //! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
 //! `Box::pin(e)`, `Box::<T>::default()`, `Box::<[T]>::from([…])`, `Box::<[T; N]>::from([…])`,
-//! `Box::<str>::from("…")`, `Box::new` (and `new_uninit`, `new_zeroed`) used as a value, `vec![e; N]` and
-//! `vec![a, b, c]`, `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`,
-//! `"…".to_string()` and `"…".to_owned()`, where `N` is an integer literal or looks like a
-//! const item. Closures, async blocks and the arguments of the formatting macros (`format!`,
-//! `println!`, `write!`, `panic!`, ...) are walked; nested items, const contexts, types,
-//! patterns, and the arguments of macros that show their input (`assert!`, `dbg!`,
-//! `stringify!`, unknown macros) are not. Left alone too, so that the code behaves and warns
-//! as written: a site whose value is discarded (`Box::new(x);`, for `#[must_use]`), a length
-//! path inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site
-//! with attributes of its own and a `vec!` with an attributed element (`#[cfg]` decides after
-//! the macro which elements there are), a site whose operands `.await` (the future keeps its
-//! size), a bare `Box`, `Vec`, `String` or `vec!` in a scope where an item of the annotated
-//! code shadows the name, `vec!` when the item defines a `macro_rules! vec`, and the arguments
-//! of a formatting macro whose name the item defines or imports from elsewhere.
+//! `Box::<str>::from("…")`, `Box::new_uninit` and `Box::new_zeroed` used as values,
+//! `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`, `"…".to_string()`
+//! and `"…".to_owned()`, where `N` is an integer literal or looks like a const item. `vec!` is
+//! left to std in every form (the elements of `std::vec!` and `alloc::vec!` are walked), and
+//! so is `Box::new` used as a value. Closures, async blocks and the arguments of the
+//! formatting macros (`format!`, `println!`, `write!`, `panic!`, ...) are walked; nested
+//! items, const contexts, types, patterns, and the arguments of macros that show their input
+//! (`assert!`, `dbg!`, `stringify!`, unknown macros, a bare `vec!`) are not. Left alone too,
+//! so that the code behaves and warns as written: a site whose value is discarded
+//! (`Box::new(x);`, `(Box::new(x));`, `{ Box::new(x) };`, for `#[must_use]`), a length path
+//! inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site with
+//! attributes of its own (`#[cfg]` decides after the macro which elements there are), a site
+//! whose operands `.await` (the future keeps its size), a bare `Box`, `Vec` or `String` in a
+//! scope where an item of the annotated code or a type parameter shadows the name, and the
+//! arguments of a formatting macro whose name the item defines or imports from elsewhere.
 
 use std::collections::HashSet;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
-use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
     Attribute, Block, Expr, ExprCall, ExprMethodCall, ExprPath, GenericArgument, Generics,
-    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, MacroDelimiter, Pat,
-    PatIdent, Path, PathArguments, Signature, Stmt, TraitItem, Type,
+    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, Pat, PatIdent, Path,
+    PathArguments, Signature, Stmt, TraitItem, Type,
 };
 
 use crate::emit::Gen;
@@ -89,8 +89,6 @@ pub struct Rewriter<'g> {
     in_unsafe: usize,
     /// Names of the `static` items declared in the annotated item: not const lengths.
     statics: HashSet<String>,
-    /// Whether the annotated item defines a `macro_rules! vec`: `vec!` is then that macro.
-    local_vec: bool,
     /// The names of the `macro_rules!` macros the annotated item defines: a formatting macro's
     /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
     /// as written.
@@ -112,19 +110,17 @@ impl<'g> Rewriter<'g> {
             rewrites: 0,
             in_unsafe: 0,
             statics: HashSet::new(),
-            local_vec: false,
             local_macros: HashSet::new(),
             shadowed: Vec::new(),
         }
     }
 
-    /// Looks over the whole annotated item before the walk: its `static`s and whether it
-    /// defines a `macro_rules! vec`.
+    /// Looks over the whole annotated item before the walk: its `static`s (extern ones too)
+    /// and the macros it defines.
     pub fn scan(&mut self, target: &Target) {
         #[derive(Default)]
         struct Scan {
             statics: HashSet<String>,
-            local_vec: bool,
             macros: HashSet<String>,
         }
         impl<'ast> Visit<'ast> for Scan {
@@ -132,9 +128,29 @@ impl<'g> Rewriter<'g> {
                 self.statics.insert(s.ident.to_string());
                 syn::visit::visit_item_static(self, s);
             }
+            fn visit_foreign_item_static(&mut self, s: &'ast syn::ForeignItemStatic) {
+                self.statics.insert(s.ident.to_string());
+                syn::visit::visit_foreign_item_static(self, s);
+            }
+            fn visit_foreign_item(&mut self, i: &'ast syn::ForeignItem) {
+                // `unsafe extern "C" { safe static TZ: usize; }` (which syn keeps as tokens): no
+                // const argument can read it.
+                if let syn::ForeignItem::Verbatim(tokens) = i {
+                    let mut after_static = false;
+                    for t in tokens.clone() {
+                        if let proc_macro2::TokenTree::Ident(id) = t {
+                            if after_static && id != "mut" {
+                                self.statics.insert(id.to_string());
+                                break;
+                            }
+                            after_static |= id == "static";
+                        }
+                    }
+                }
+                syn::visit::visit_foreign_item(self, i);
+            }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
                 if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {
-                    self.local_vec |= name == "vec";
                     self.macros.insert(name.to_string());
                 }
                 syn::visit::visit_item_macro(self, m);
@@ -148,7 +164,6 @@ impl<'g> Rewriter<'g> {
             Target::Mod(m) => scan.visit_item_mod(m),
         }
         self.statics = scan.statics;
-        self.local_vec = scan.local_vec;
         self.local_macros = scan.macros;
     }
 
@@ -160,12 +175,9 @@ impl<'g> Rewriter<'g> {
             Family::Vec => "Vec",
             Family::String => "String",
         };
-        c.bare && self.shadowed.iter().any(|s| s == name)
-    }
-
-    /// Whether a bare `vec!` names a macro that an item of the annotated code imports.
-    fn vec_shadowed(&self, path: &Path) -> bool {
-        path.segments.len() == 1 && self.shadowed.iter().any(|s| s == "vec")
+        c.bare
+            && (self.shadowed.iter().any(|s| s == name)
+                || self.type_params.iter().any(|s| s == name))
     }
 
     /// How many sites were rewritten (0: the item is emitted as written).
@@ -367,7 +379,10 @@ impl<'g> Rewriter<'g> {
             return None;
         }
         let entry = match (c.family, c.method.as_str()) {
-            (Family::Box, "new") => "boxed",
+            // `Box::new` as a value (`.map(Box::new)`) is left to std: any function item put in
+            // its place would take the value as its own argument, one more copy of it on the
+            // stack in a debug build, and a function pointer would not be zero-sized as
+            // `Box::new` is (in a closure or a future that holds it).
             (Family::Box, "new_uninit") => "uninit",
             (Family::Box, "new_zeroed") => "zeroed",
             _ => return None,
@@ -375,58 +390,45 @@ impl<'g> Rewriter<'g> {
         Some(self.gen.fn_value(c.span, entry, c.ty))
     }
 
-    /// A macro invocation in expression or statement position. Returns the replacement
-    /// expression for a `vec!` rewritten into a call; otherwise rewrites inside the macro's
-    /// arguments in place when they parse as expressions (and leaves its tokens untouched when
-    /// nothing inside changed).
-    fn mac(&mut self, mac: &mut Macro) -> Option<TokenStream> {
+    /// A macro invocation in expression or statement position: never replaced; the sites in
+    /// its arguments are rewritten in place when it is one of std's that evaluates them (the
+    /// formatting macros, `std::vec!`) and they parse as expressions (its tokens are left
+    /// untouched when nothing inside changed).
+    fn mac(&mut self, mac: &mut Macro) {
+        let _ = self.mac_args(mac);
+    }
+
+    fn mac_args(&mut self, mac: &mut Macro) -> Option<()> {
         let before = self.rewrites;
-        if is_vec_macro(&mac.path) && !self.local_vec && !self.vec_shadowed(&mac.path) {
-            let span = mac.path.span();
-            let path = &mac.path;
-            let bang = &mac.bang_token;
-            let empty = quote::quote_spanned!(span=> #path #bang [] );
-            let end = match &mac.delimiter {
-                MacroDelimiter::Paren(d) => d.span.join(),
-                MacroDelimiter::Brace(d) => d.span.join(),
-                MacroDelimiter::Bracket(d) => d.span.join(),
-            };
+        if is_vec_macro(&mac.path) {
+            // `vec!` is left to std, every form: its code is std's by construction (the
+            // zeroed memory of a zero element of any type std knows, the drop order of a
+            // panicking clone, zero-sized elements, the common type of the elements of a
+            // list, its lints). A bare `vec!` may be a macro of the user's that the attribute
+            // cannot see (one defined at the crate root), which may show its tokens: it is
+            // left whole, its elements as written. `std::vec!` and `alloc::vec!` are std's:
+            // their elements are walked, as a formatting macro's are.
+            if mac.path.segments.len() == 1 {
+                return None;
+            }
             match parse::vec_args(&mac.tokens)? {
                 VecArgs::Elem(mut e, semi, mut n) => {
-                    let left = has_attrs(&e) || awaits(&e);
                     self.visit_expr_mut(&mut e);
-                    if let (false, Some(len)) = (left, self.const_len(&n)) {
-                        let out = self.gen.vec_from_elem(span, empty, &e, &len);
-                        return Some(self.gen.ending_at(out, end));
-                    }
                     self.visit_expr_mut(&mut n);
                     if self.rewrites != before {
                         mac.tokens = quote!(#e #semi #n);
                     }
-                    None
                 }
                 VecArgs::List(mut list) => {
-                    // `vec![1, #[cfg(any())] 2, 3]`: which elements there are is decided by
-                    // the compiler after the macro has run (std's `vec!` puts them in an array,
-                    // where a `cfg`'d-out element vanishes from the length too), so a list with
-                    // an attribute on an element stays std's `vec!`; the elements are walked.
-                    // `vec![f().await, 2]`: left as written, as `Box::new(f().await)` is (the
-                    // block and the elements written so far would be held across the `.await`,
-                    // where std's future holds the elements only).
-                    let left = list.iter().any(|e| has_attrs(e) || awaits(e));
                     for e in list.iter_mut() {
                         self.visit_expr_mut(e);
                     }
-                    if left {
-                        if self.rewrites != before {
-                            mac.tokens = list.into_token_stream();
-                        }
-                        return None;
+                    if self.rewrites != before {
+                        mac.tokens = list.into_token_stream();
                     }
-                    let out = self.gen.vec_from_array(span, empty, &list);
-                    Some(self.gen.ending_at(out, end))
                 }
             }
+            Some(())
         } else {
             let name = mac.path.segments.last()?.ident.to_string();
             if !WALKED_MACROS.contains(&name.as_str())
@@ -443,11 +445,11 @@ impl<'g> Rewriter<'g> {
             if self.rewrites != before {
                 mac.tokens = list.into_token_stream();
             }
-            None
+            Some(())
         }
     }
 
-    fn stmt(&mut self, s: &mut Stmt, last: bool) {
+    fn stmt(&mut self, s: &mut Stmt) {
         if let Stmt::Expr(e, Some(_)) = s {
             if discarded_site(e) {
                 // `Box::new(x);`: the value is dropped at once, so `#[must_use]` warns; left
@@ -456,16 +458,8 @@ impl<'g> Rewriter<'g> {
             }
         }
         if let Stmt::Macro(sm) = s {
-            if !sm.attrs.is_empty() || (sm.semi_token.is_some() && is_vec_macro(&sm.mac.path)) {
-                return;
-            }
-            if let Some(new) = self.mac(&mut sm.mac) {
-                let mut semi = sm.semi_token;
-                if semi.is_none() && !last && matches!(sm.mac.delimiter, MacroDelimiter::Brace(_)) {
-                    semi = Some(Default::default());
-                }
-                self.rewrites += 1;
-                *s = Stmt::Expr(Expr::Verbatim(new), semi);
+            if sm.attrs.is_empty() && !(sm.semi_token.is_some() && is_vec_macro(&sm.mac.path)) {
+                self.mac(&mut sm.mac);
             }
             return;
         }
@@ -515,7 +509,11 @@ impl VisitMut for Rewriter<'_> {
             // `useless_vec` still fire (and any borrow error reads as without the attribute);
             // the box's argument is walked.
             Expr::MethodCall(m) if is_receiver_site(&m.receiver) => {
-                if let Expr::Call(call) = &mut *m.receiver {
+                let mut receiver = &mut *m.receiver;
+                while let Expr::Paren(p) = receiver {
+                    receiver = &mut *p.expr;
+                }
+                if let Expr::Call(call) = receiver {
                     for arg in call.args.iter_mut() {
                         self.visit_expr_mut(arg);
                     }
@@ -530,7 +528,10 @@ impl VisitMut for Rewriter<'_> {
                 self.method_call(m)
             }
             Expr::Path(p) => self.fn_value(p),
-            Expr::Macro(m) if m.attrs.is_empty() => self.mac(&mut m.mac),
+            Expr::Macro(m) if m.attrs.is_empty() => {
+                self.mac(&mut m.mac);
+                None
+            }
             Expr::Unsafe(u) => {
                 self.in_unsafe += 1;
                 self.visit_block_mut(&mut u.block);
@@ -570,15 +571,14 @@ impl VisitMut for Rewriter<'_> {
                 Stmt::Item(i) => Some(i),
                 _ => None,
             })));
-        let n = b.stmts.len();
-        for (i, s) in b.stmts.iter_mut().enumerate() {
-            self.stmt(s, i + 1 == n);
+        for s in b.stmts.iter_mut() {
+            self.stmt(s);
         }
         self.shadowed.truncate(mark);
     }
 
     fn visit_stmt_mut(&mut self, s: &mut Stmt) {
-        self.stmt(s, true);
+        self.stmt(s);
     }
 
     // Left alone: nested items, types (array lengths), patterns, attributes and generic
@@ -631,7 +631,8 @@ fn callee(e: &Expr) -> Option<Callee<'_>> {
 }
 
 /// Recognises `Box::f`, `Box::<T>::f`, `std::boxed::Box::f`, `alloc::boxed::Box::f` (with or
-/// without a leading `::`), and likewise `Vec` (`std::vec`) and `String` (`std::string`).
+/// without a leading `::`, or under a re-export of std, `crate::lib::std::boxed::Box::f`), and
+/// likewise `Vec` (`std::vec`) and `String` (`std::string`).
 fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
     if !p.attrs.is_empty() || p.qself.is_some() {
         return None;
@@ -650,11 +651,15 @@ fn callee_path(p: &ExprPath) -> Option<Callee<'_>> {
         "String" => (Family::String, "string"),
         _ => return None,
     };
+    // `std::vec::Vec`, and a re-export of std's modules under it (`crate::lib::std::vec::Vec`,
+    // as nom writes it): the path ends in `std::vec` or `alloc::vec`.
     let prefix_ok = match prefix {
         [] => path.leading_colon.is_none(),
-        [krate, m] => {
-            krate.arguments.is_none()
-                && m.arguments.is_none()
+        [outer @ .., krate, m] => {
+            outer
+                .iter()
+                .chain([krate, m])
+                .all(|s| s.arguments.is_none())
                 && (krate.ident == "std" || krate.ident == "alloc")
                 && m.ident == module
         }
@@ -786,14 +791,6 @@ fn awaits(e: &Expr) -> bool {
     a.0
 }
 
-/// Whether an expression starts with an outer attribute (`#[cfg(…)] e`, `#[allow(…)] e`).
-fn has_attrs(e: &Expr) -> bool {
-    matches!(
-        e.to_token_stream().into_iter().next(),
-        Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '#'
-    )
-}
-
 /// `e` without the invisible groups a `macro_rules!` wraps around its fragments.
 fn ungroup(e: &Expr) -> &Expr {
     match e {
@@ -847,9 +844,11 @@ fn is_default_call(e: &Expr) -> bool {
     }
 }
 
-/// A `Box::new(..)` call or a `vec!` invocation (the receivers left alone).
+/// A `Box::new(..)` call or a `vec!` invocation (the receivers left alone), in parentheses
+/// too (`(Box::new([1, 2])).len()`: `unused_allocation` looks through them).
 fn is_receiver_site(e: &Expr) -> bool {
     match e {
+        Expr::Paren(p) => is_receiver_site(&p.expr),
         Expr::Call(call) => callee(&call.func)
             .is_some_and(|c| c.family == Family::Box && c.method == "new" && call.args.len() == 1),
         _ => is_vec_expr(e),
@@ -869,9 +868,20 @@ fn is_generated(f: &Expr) -> bool {
     }
 }
 
-/// Whether a statement's expression (its value discarded) is itself an allocation site.
+/// Whether a statement's expression (its value discarded) is itself an allocation site, or
+/// yields one through parentheses or a block's value (`(Box::new(1));`,
+/// `{ Box::new(2) };`, `unsafe { Box::new(3) };`): rustc's `unused_must_use` looks through
+/// those to the site.
 fn discarded_site(e: &Expr) -> bool {
+    fn tail(b: &Block) -> bool {
+        matches!(b.stmts.last(), Some(Stmt::Expr(e, None)) if discarded_site(e))
+            || matches!(b.stmts.last(), Some(Stmt::Macro(m)) if m.semi_token.is_none() && is_vec_macro(&m.mac.path))
+    }
     match e {
+        Expr::Paren(p) => discarded_site(&p.expr),
+        Expr::Group(g) => discarded_site(&g.expr),
+        Expr::Block(b) if b.label.is_none() => tail(&b.block),
+        Expr::Unsafe(u) => tail(&u.block),
         Expr::Call(call) => callee(&call.func).is_some(),
         Expr::MethodCall(m) => {
             matches!(m.method.to_string().as_str(), "to_string" | "to_owned")

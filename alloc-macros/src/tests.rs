@@ -627,7 +627,7 @@ fn idempotent() {
         quote!(),
         quote!(
             fn f() -> Vec<Box<u8>> {
-                vec![Box::new(1); 2]
+                std::vec![Box::new(1); 2]
             }
         ),
     );
@@ -728,4 +728,41 @@ fn documented_expansion_is_what_the_macro_emits() {
             "update docs/macros.md's expansion of {name} with the one on the right"
         );
     }
+}
+
+/// A path through a re-export of std (`crate::lib::std::vec::Vec`, as nom writes it) is std's
+/// `Vec::with_capacity`; a bare `vec!`, which may be the crate's own macro, is left whole.
+#[test]
+fn re_exported_std_paths_and_vec() {
+    let out = specialize(
+        quote!(),
+        quote!(
+            fn f() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+                (
+                    crate::lib::std::vec::Vec::with_capacity(4),
+                    vec![Box::new(1u8); 2].len(),
+                    std::vec![Box::new(2u8)],
+                )
+            }
+        ),
+    );
+    assert!(
+        out.contains("__private::Capacity::<\n            4,"),
+        "{out}"
+    );
+    assert!(out.contains("vec![Box::new(1u8); 2]"), "{out}");
+    assert!(
+        out.contains("std::vec![::specalloc::__private::boxer(Box::new) (2u8)]"),
+        "{out}"
+    );
+    // A path whose module is not std's is not std's.
+    let out = specialize(
+        quote!(),
+        quote!(
+            fn g() -> Vec<u8> {
+                crate::lib::vec::Vec::with_capacity(4)
+            }
+        ),
+    );
+    assert!(!out.contains("__private"), "{out}");
 }

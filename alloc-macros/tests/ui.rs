@@ -20,15 +20,8 @@ fn ui() {
 const KNOWN_DIFFERENT: &[(&str, &str)] = &[
     (
         "types",
-        "a length's type error is reported on the entry point's const generic argument (no \
-         `.into()` help); an element's is std's, but \"function defined here\" points at the \
-         user's `vec!` (the local `from_elem` the rewrite emits) and \"arguments to this \
-         function are incorrect\" underlines `vec` alone",
-    ),
-    (
-        "lints",
-        "`vec![1, todo!(), 3]`: the element is an argument of `vec_list_put`, so rustc says \
-         \"unreachable call\" where std says \"unreachable expression\"",
+        "a length's type error in `Vec::with_capacity(N)` or `String::with_capacity(N)` is \
+         reported on the entry point's const generic argument (no `.into()` help)",
     ),
     (
         "reach",
@@ -41,19 +34,6 @@ const KNOWN_DIFFERENT: &[(&str, &str)] = &[
         "`Box::new(e)` calls, through a pointer, the function chosen at compile time (std's \
          `Box::new` itself for a value no routine serves, built in place in a debug build): a \
          call through a pointer has no \"associated function defined here\" note",
-    ),
-    (
-        "not_clone",
-        "`vec![e; N]` goes through a local `from_elem` (so that no note points into \
-         specalloc), whose `Clone` bound rustc reports at `vec` and notes at the user's `vec!`, \
-         where std points at the element and notes `std::vec::from_elem`",
-    ),
-    (
-        "elements",
-        "each element of `vec![a, b, c]` is the argument of a call of its own (written into the \
-         block where it is evaluated, with no array of all of them on the stack): each element \
-         of the wrong type is an error, under \"arguments to this function are incorrect\", \
-         where std's array reports the first",
     ),
 ];
 

@@ -309,12 +309,8 @@ macro_rules! corpus {
             fn shadowed() -> (u8, &'static str, usize, Vec<u8>, &'static str) {
                 use self::shadow::Box;
                 let b = Box::new(7u8);
-                let n = {
-                    macro_rules! vec {
-                        ($a:expr, $b:expr, $c:expr) => { [$a, $b, $c].len() };
-                    }
-                    vec![1, 2, 3]
-                };
+                // (A `macro_rules! vec` of the code's own: `tests/user_vec_macro.rs`.)
+                let n = [1, 2, 3].len();
                 let shown = {
                     macro_rules! format {
                         ($a:expr, $b:expr) => { stringify!($b) };
@@ -354,8 +350,10 @@ macro_rules! corpus {
                     let b = Box::new([7u8; 64]);
                     b.len() + one().await as usize
                 };
-                let sizes = (size_of_val(&a), size_of_val(&b), size_of_val(&c), size_of_val(&d), size_of_val(&e));
+                let f = async { drop((Box::<u64>::default(), one().await)) };
+                let sizes = (size_of_val(&a), size_of_val(&b), size_of_val(&c), size_of_val(&d), size_of_val(&e), size_of_val(&f));
                 line(out, "future sizes", sizes);
+                ready(f);
                 let c = ready(c);
                 line(out, "futures' values", (ready(a), ready(b), c[1][255], ready(d), ready(e)));
             }
@@ -376,6 +374,134 @@ macro_rules! corpus {
             #[allow(dead_code)]
             pub fn overflowing_capacity() -> Vec<u64> {
                 Vec::<u64>::with_capacity(usize::MAX)
+            }
+
+            /// Zero values of the types std knows (its `IsZero`) take zeroed memory in
+            /// `vec![x; n]`, not only a literal `0` (the count of zeroed allocations is read by
+            /// the not-installed test).
+            fn zero_values(out: &mut Vec<String>) {
+                const ZERO: u8 = 0;
+                let (before, zeroed) = (allocs(), zeroed_allocs());
+                let a = vec![false; 64];
+                let b = vec![ZERO; 64];
+                let c = vec![0.0f64; 64];
+                let d = vec![None::<Box<u8>>; 64];
+                let e = vec![[0u8; 4]; 64];
+                let f = vec!['\0'; 64];
+                let made = (allocs() - before, zeroed_allocs() - zeroed);
+                line(out, "zero values", (a.len(), b[63], c[1], d[0].is_none(), e[2], f[3], made));
+            }
+
+            thread_local! {
+                static DROP_ORDER: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+                static NOISY_CLONES: Cell<u32> = const { Cell::new(0) };
+            }
+
+            /// A value whose third clone panics, and which records the order of the drops.
+            struct Noisy(u32);
+
+            impl Clone for Noisy {
+                fn clone(&self) -> Self {
+                    let n = NOISY_CLONES.with(|c| { c.set(c.get() + 1); c.get() });
+                    if n == 3 {
+                        panic!("third clone");
+                    }
+                    Noisy(n)
+                }
+            }
+
+            impl Drop for Noisy {
+                fn drop(&mut self) {
+                    DROP_ORDER.with(|d| d.borrow_mut().push(self.0));
+                }
+            }
+
+            fn noisy_vec<T: Clone>(x: T) -> Vec<T> {
+                vec![x; 5]
+            }
+
+            /// The drop order when a clone panics in `vec![v; n]`: std drops the original value
+            /// first, then the clones made.
+            fn clone_panics(out: &mut Vec<String>) {
+                for generic in [false, true] {
+                    NOISY_CLONES.with(|c| c.set(0));
+                    DROP_ORDER.with(|d| d.borrow_mut().clear());
+                    let text = if generic {
+                        panic_text(|| noisy_vec(Noisy(0)))
+                    } else {
+                        panic_text(|| vec![Noisy(0); 5])
+                    };
+                    let order = DROP_ORDER.with(|d| d.borrow().clone());
+                    line(out, "drop order of a panicking clone", (generic, text, order));
+                }
+            }
+
+            const UNITS: usize = usize::MAX;
+
+            unsafe extern "C" {
+                safe static SPECALLOC_CORPUS_LEN: usize;
+            }
+
+            /// An extern static as a length (a const argument cannot read it).
+            fn extern_static_len() -> (usize, usize) {
+                (Vec::<u8>::with_capacity(SPECALLOC_CORPUS_LEN).capacity(), String::with_capacity(SPECALLOC_CORPUS_LEN).capacity())
+            }
+
+            /// Fn items and closures in `vec![a, b]`: the array finds their common type.
+            fn one_u8() -> u8 {
+                1
+            }
+
+            fn two_u8() -> u8 {
+                2
+            }
+
+            fn common_types(out: &mut Vec<String>) {
+                let fns = vec![one_u8, two_u8];
+                let closures = vec![|| 3u8, || 4u8];
+                let units = vec![(); UNITS];
+                let values: Vec<u8> = fns.iter().map(|f| f()).chain(closures.iter().map(|f| f())).collect();
+                line(out, "fn items and closures in vec!", (values, units.len()));
+            }
+
+            /// A type parameter named like a std type is the caller's type.
+            fn type_param_named_string<String: From<&'static str>>() -> String {
+                String::from("x")
+            }
+
+            /// `Box::pin` of a large value and `Box::new` as a value: no more stack than std's
+            /// (in a debug build each goes through as many copies of the value as std's).
+            fn big_values_on_small_stacks() -> (u8, u8) {
+                let t = std::thread::Builder::new().stack_size(3 << 20);
+                let pinned = t.spawn(|| {
+                    let p = Box::pin([5u8; 1 << 20]);
+                    p[4321]
+                });
+                let pinned = pinned.unwrap().join().unwrap();
+                let t = std::thread::Builder::new().stack_size(13 << 19);
+                let mapped = t.spawn(|| {
+                    let b = Some([6u8; 1 << 20]).map(Box::new).unwrap();
+                    b[4321]
+                });
+                (pinned, mapped.unwrap().join().unwrap())
+            }
+
+            /// A recursion whose every level makes owned strings and a default box: in a debug
+            /// build each level's frame is no larger annotated than plain (2,000 levels on a
+            /// 1 MiB thread stack).
+            fn deep(depth: u32) -> usize {
+                if depth == 0 {
+                    return 0;
+                }
+                let s = String::from("level");
+                let t = "level".to_string();
+                let d = Box::<u64>::default();
+                deep(depth - 1) + s.len() + t.len() + *d as usize
+            }
+
+            fn deep_on_small_stack() -> usize {
+                let t = std::thread::Builder::new().stack_size(1 << 20);
+                t.spawn(|| deep(2000)).unwrap().join().unwrap()
             }
 
             pub fn run() -> Vec<String> {
@@ -491,6 +617,13 @@ macro_rules! corpus {
                 attributes(&mut out);
                 line(&mut out, "shadowed Box and vec!", shadowed());
                 futures(&mut out);
+                zero_values(&mut out);
+                clone_panics(&mut out);
+                common_types(&mut out);
+                line(&mut out, "type parameter named String", type_param_named_string::<Box<str>>());
+                line(&mut out, "extern static length", extern_static_len());
+                line(&mut out, "2,000 levels of owned strings on a 1 MiB stack", deep_on_small_stack());
+                line(&mut out, "Box::pin and map(Box::new) of 1 MiB on small stacks", big_values_on_small_stacks());
                 out
             }
         }

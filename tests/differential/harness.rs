@@ -8,6 +8,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Read under `unsafe` as a length (issue 15, case 8): a `static mut` is no const.
 pub static mut BUF_LEN: usize = 48;
 
+/// Read through an `unsafe extern` block's `safe static` as a length: no const either.
+#[no_mangle]
+pub static SPECALLOC_CORPUS_LEN: usize = 24;
+
 thread_local! {
     static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
 }
