@@ -153,9 +153,9 @@ pub(super) fn maintain(h: &mut HugeHeap) {
     let p = crate::policy::policy();
     let ms = 1_000_000u64;
     // While the kernel refuses to drop locked pages (`mlock`, `mlockall`), free runs are not
-    // advised: they stay resident (dirty), counted so, and each pass stops at a refusal.
-    let locked = |_: &HugeHeap| os::pages_locked();
-    if !locked(h) {
+    // advised: they stay resident (dirty), counted so. (A pass goes on past a refused run:
+    // the runs below it may not be locked.)
+    if !os::pages_locked() {
         h.trim_to(limit);
     }
     // Dirty runs past the lasting bound that stayed free for the purge delay are advised.
@@ -165,7 +165,7 @@ pub(super) fn maintain(h: &mut HugeHeap) {
     // (Each pass only when the oldest run in its state may be due.)
     let due =
         |h: &HugeHeap, state: State, age: u64| now.saturating_sub(h.oldest[state.index()]) >= age;
-    if h.dirty > lasting && due(h, State::Dirty, purge_age) && !locked(h) {
+    if h.dirty > lasting && due(h, State::Dirty, purge_age) && !os::pages_locked() {
         h.each(
             |e| e.state == State::Dirty && now.saturating_sub(e.since) >= purge_age,
             |h, i| {
@@ -183,16 +183,16 @@ pub(super) fn maintain(h: &mut HugeHeap) {
                     Err(_) => {}
                 }
             },
-            |h| h.dirty <= lasting / 2 || locked(h),
+            |h| h.dirty <= lasting / 2,
         );
         h.recount_oldest(State::Dirty);
     }
     // Lazy runs that stayed so for the decommit delay go back; clean ones are unmapped.
-    if h.lazy > 0 && due(h, State::Lazy, decommit_age) && !locked(h) {
+    if h.lazy > 0 && due(h, State::Lazy, decommit_age) && !os::pages_locked() {
         h.each(
             |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
             |h, i| h.decommit_run(i),
-            |h| h.lazy == 0 || locked(h),
+            |h| h.lazy == 0,
         );
         h.recount_oldest(State::Lazy);
     }
