@@ -132,6 +132,11 @@ mod stats;
 pub mod test_hooks {
     pub use crate::heap::hold_lock;
     pub use crate::hooks::{Lock, ALL_LOCKS, PARKED_IN_DELIVERY, PARK_FOR, PARK_IN_DELIVERY};
+
+    /// `madvise` calls (`MADV_FREE`, `MADV_DONTNEED`) the kernel refused so far.
+    pub fn failed_advice() -> usize {
+        crate::os::FAILED_ADVICE.load(core::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 use core::alloc::{GlobalAlloc, Layout};

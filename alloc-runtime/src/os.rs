@@ -26,7 +26,7 @@
 
 use core::ffi::CStr;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The OS page size assumed for `madvise`/`mremap` granularity (checked at the first mapping:
 /// see [`check_page_size`]).
@@ -302,14 +302,55 @@ pub(crate) fn monotonic_ns() -> u64 {
 }
 
 /// Tells the OS that `[ptr, ptr + size)` is no longer needed: its pages are dropped and read
-/// back as zero on next touch. Returns whether the advice was taken.
+/// back as zero on next touch. Returns whether the advice was taken; a refusal is counted
+/// ([`FAILED_ADVICE`]), and one for locked pages is remembered for a while ([`pages_locked`]).
 ///
 /// # Safety
 /// The range must be page-aligned, inside one of our mappings, and hold nothing live.
 pub(crate) unsafe fn decommit(ptr: *mut u8, size: usize) -> bool {
     // SAFETY: the caller guarantees the range is ours and holds nothing live; MADV_DONTNEED on
     // a private anonymous mapping only discards contents.
-    unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) == 0 }
+    if unsafe { libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED) } == 0 {
+        return true;
+    }
+    FAILED_ADVICE.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: errno is this thread's.
+    if unsafe { *libc::__errno_location() } == libc::EINVAL {
+        // Our mappings are private and anonymous, never Huge TLB or PFN-mapped: the range holds
+        // locked pages (`mlock`, `mlockall`), which the kernel will not drop.
+        LOCKED_UNTIL.store(
+            monotonic_ns().saturating_add(LOCKED_RETRY_NS),
+            Ordering::Relaxed,
+        );
+    }
+    false
+}
+
+/// `madvise` calls (`MADV_FREE`, `MADV_DONTNEED`) the kernel refused, ever.
+pub(crate) static FAILED_ADVICE: AtomicUsize = AtomicUsize::new(0);
+
+/// Until when (monotonic ns; 0: never refused) the page heap and the huge heap leave their free
+/// pages resident instead of advising them, after the kernel refused to drop locked pages.
+static LOCKED_UNTIL: AtomicU64 = AtomicU64::new(0);
+
+/// How long free pages are left unadvised after the kernel refused to drop locked pages: a
+/// program under `mlockall` would otherwise pay a failed system call on every page-heap
+/// operation; one that unlocks its memory (or locked only a part of it) has its free pages
+/// advised again after this long.
+const LOCKED_RETRY_NS: u64 = 1_000_000_000;
+
+/// Whether the kernel refused, less than [`LOCKED_RETRY_NS`] ago, to drop free pages because
+/// they are locked in memory: while so, free pages are not advised (they stay resident and
+/// are counted so). No system call unless a refusal was seen.
+pub(crate) fn pages_locked() -> bool {
+    let until = LOCKED_UNTIL.load(Ordering::Relaxed);
+    until != 0 && monotonic_ns() < until
+}
+
+/// Forgets a refusal to drop locked pages (see [`pages_locked`]): for `collect()`, which asks
+/// for every free page to go back now.
+pub(crate) fn retry_locked() {
+    LOCKED_UNTIL.store(0, Ordering::Relaxed);
 }
 
 /// Asks which pages of `[ptr, ptr + len)` (`ptr` page-aligned) are resident (`mincore`): bit 0
@@ -325,7 +366,8 @@ pub(crate) fn residency(ptr: *const u8, len: usize, out: &mut [u8]) -> bool {
 /// Tells the OS that `[ptr, ptr + size)` may be taken back lazily (`MADV_FREE`): the pages stay
 /// resident and keep their contents until the kernel needs memory, when it drops them (they then
 /// read zero). Writing a page before that keeps it, with no fault. Returns the `errno` when the
-/// advice was refused (`EINVAL` on kernels before 4.5, which lack it).
+/// advice was refused: `EINVAL` on kernels before 4.5, which lack it, and on locked pages
+/// (`mlock`, `mlockall`), which [`decommit`] then tells apart (it fails on those too).
 ///
 /// # Safety
 /// As for [`decommit`].
@@ -336,6 +378,7 @@ pub(crate) unsafe fn lazy_free(ptr: *mut u8, size: usize) -> Result<(), libc::c_
         if libc::madvise(ptr.cast(), size, libc::MADV_FREE) == 0 {
             Ok(())
         } else {
+            FAILED_ADVICE.fetch_add(1, Ordering::Relaxed);
             Err(*libc::__errno_location())
         }
     }

@@ -150,13 +150,18 @@ enum Step {
 
 /// Applies `step` to the runs of pages that `select` picks (given a chunk and a word index, a
 /// word of page bits: a subset of the free pages that hold memory, all of them dirty for
-/// [`Step::Purge`]), chunk by chunk, until `done`.
+/// [`Step::Purge`]), chunk by chunk, until `done`. Nothing while the kernel refuses to drop
+/// locked pages ([`os::pages_locked`]): they stay resident, counted as free resident pages;
+/// within a sweep, a chunk whose pages were refused so is left at the first refusal.
 fn sweep(
     ph: &mut PageHeap,
     step: Step,
     select: impl Fn(&Chunk, usize) -> u64,
     done: impl Fn(&PageHeap) -> bool,
 ) {
+    if os::pages_locked() {
+        return;
+    }
     let mut c = ph.chunks;
     while !c.is_null() && !done(ph) {
         // SAFETY: chunks on the list are live; the caller holds the lock.
@@ -179,7 +184,9 @@ fn sweep(
                     break;
                 }
             }
-            advise_run(ph, c, start, i - start, step);
+            if !advise_run(ph, c, start, i - start, step) {
+                break; // locked pages: the rest of the chunk likely is too
+            }
         }
         c = cr.next.get();
     }
@@ -189,12 +196,15 @@ fn sweep(
 static NO_LAZY_FREE: AtomicBool = AtomicBool::new(false);
 
 /// Advises the `n` free pages at page `start` of `chunk` (see [`sweep`]) and updates the bits
-/// and counters.
-fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step: Step) {
+/// and counters. `false` when the kernel refused because the pages are locked in memory
+/// (`mlock`, `mlockall`): they stay dirty (resident), and are not counted as advised or
+/// returned.
+fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step: Step) -> bool {
     // SAFETY: a live chunk; the caller holds the lock.
     let cr = unsafe { &*chunk };
     let addr = (chunk as usize + start * PAGE_SIZE) as *mut u8;
     let len = n * PAGE_SIZE;
+    let mut no_lazy_free = false;
     if step == Step::Purge && !NO_LAZY_FREE.load(Ordering::Relaxed) {
         // SAFETY: the run is free pages of a live chunk; nothing holds them.
         match unsafe { os::lazy_free(addr, len) } {
@@ -203,29 +213,38 @@ fn advise_run(ph: &mut PageHeap, chunk: *mut Chunk, start: usize, n: usize, step
                 set_range(&cr.lazy_young_bits, start, n, true);
                 ph.dirty_free -= n;
                 ph.lazy_free += n;
-                return;
+                return true;
             }
-            // A kernel without MADV_FREE (before 4.5): decommit, now and from now on.
-            Err(libc::EINVAL) => NO_LAZY_FREE.store(true, Ordering::Relaxed),
-            // Another refusal (pages locked with mlock, say): the pages stay dirty.
-            Err(_) => return,
+            // A kernel without MADV_FREE (before 4.5), or locked pages: decommit, which tells
+            // them apart (it is refused on locked pages too).
+            Err(libc::EINVAL) => no_lazy_free = true,
+            // Another refusal: the pages stay dirty.
+            Err(_) => return true,
         }
     }
     let lazy = count_set(&cr.lazy_bits, start, n);
     // SAFETY: as above.
-    if unsafe { os::decommit(addr, len) } {
-        set_range(&cr.dirty_bits, start, n, false);
-        set_range(&cr.lazy_bits, start, n, false);
-        ph.lazy_free -= lazy;
-        ph.dirty_free -= n - lazy;
-        RETURNED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    if !unsafe { os::decommit(addr, len) } {
+        return !os::pages_locked();
     }
+    if no_lazy_free {
+        // MADV_DONTNEED taken where MADV_FREE was not: a kernel without it, from now on.
+        NO_LAZY_FREE.store(true, Ordering::Relaxed);
+    }
+    set_range(&cr.dirty_bits, start, n, false);
+    set_range(&cr.lazy_bits, start, n, false);
+    ph.lazy_free -= lazy;
+    ph.dirty_free -= n - lazy;
+    RETURNED_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    true
 }
 
 /// Returns every free page that still holds memory to the OS (`madvise(MADV_DONTNEED)`), for
 /// `collect()`; [`RETURNED_BYTES`] counts them.
 pub(crate) fn return_free_pages() {
     let mut ph = PAGE_HEAP.lock();
+    // (Asked for now: locked pages refused earlier are tried again, once.)
+    os::retry_locked();
     sweep(
         &mut ph,
         Step::Decommit,

@@ -152,7 +152,12 @@ pub(super) fn maintain(h: &mut HugeHeap) {
     let limit = cache_limit(h, now);
     let p = crate::policy::policy();
     let ms = 1_000_000u64;
-    h.trim_to(limit);
+    // While the kernel refuses to drop locked pages (`mlock`, `mlockall`), free runs are not
+    // advised: they stay resident (dirty), counted so. (A pass goes on past a refused run:
+    // the runs below it may not be locked.)
+    if !os::pages_locked() {
+        h.trim_to(limit);
+    }
     // Dirty runs past the lasting bound that stayed free for the purge delay are advised.
     let lasting = CACHE_FLOOR.max(in_use() / 8);
     let purge_age = p.purge_delay_ms.saturating_mul(ms);
@@ -160,7 +165,7 @@ pub(super) fn maintain(h: &mut HugeHeap) {
     // (Each pass only when the oldest run in its state may be due.)
     let due =
         |h: &HugeHeap, state: State, age: u64| now.saturating_sub(h.oldest[state.index()]) >= age;
-    if h.dirty > lasting && due(h, State::Dirty, purge_age) {
+    if h.dirty > lasting && due(h, State::Dirty, purge_age) && !os::pages_locked() {
         h.each(
             |e| e.state == State::Dirty && now.saturating_sub(e.since) >= purge_age,
             |h, i| {
@@ -171,7 +176,8 @@ pub(super) fn maintain(h: &mut HugeHeap) {
                 // SAFETY: a free run is pages of our mappings that nothing uses.
                 match unsafe { os::lazy_free(e.start as *mut u8, e.len) } {
                     Ok(()) => h.relabel(i, State::Lazy),
-                    // A kernel without MADV_FREE: decommit instead.
+                    // A kernel without MADV_FREE, or locked pages (refused again then):
+                    // decommit instead.
                     Err(libc::EINVAL) => h.decommit_run(i),
                     // Another refusal: the run stays dirty.
                     Err(_) => {}
@@ -182,7 +188,7 @@ pub(super) fn maintain(h: &mut HugeHeap) {
         h.recount_oldest(State::Dirty);
     }
     // Lazy runs that stayed so for the decommit delay go back; clean ones are unmapped.
-    if h.lazy > 0 && due(h, State::Lazy, decommit_age) {
+    if h.lazy > 0 && due(h, State::Lazy, decommit_age) && !os::pages_locked() {
         h.each(
             |e| e.state == State::Lazy && now.saturating_sub(e.since) >= decommit_age,
             |h, i| h.decommit_run(i),
