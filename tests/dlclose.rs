@@ -15,7 +15,9 @@ use std::sync::OnceLock;
 fn plugin() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let facade = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().unwrap();
+        let facade = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .canonicalize()
+            .unwrap();
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dlclose");
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(

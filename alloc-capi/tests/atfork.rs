@@ -55,8 +55,7 @@ fn fork_handlers_may_allocate() {
 #[test]
 fn a_fork_handler_may_fork() {
     let dir = common::scratch("nested-fork");
-    let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"])
-    else {
+    let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"]) else {
         return;
     };
     let lib = lib.display().to_string();

@@ -20,7 +20,10 @@ fn first_malloc(mode: &str) {
     let Some(exe) = common::compile("cc", "first_malloc.c", &dir, &[]) else {
         return;
     };
-    let glibc = Command::new(&exe).arg(mode).output().expect("run first_malloc");
+    let glibc = Command::new(&exe)
+        .arg(mode)
+        .output()
+        .expect("run first_malloc");
     common::assert_ok(&format!("first_malloc {mode} on glibc"), &glibc);
     let report = dir.join("stats-at-exit.txt");
     let mut cmd = Command::new(&exe);

@@ -565,7 +565,14 @@ fn pin_now() -> bool {
     let mut map: *mut libc::c_void = core::ptr::null_mut();
     let this: fn() -> bool = pin_now;
     // SAFETY: `info` and `map` are valid out-pointers; the address is one of our functions.
-    let found = unsafe { libc::dladdr1(this as *const libc::c_void, &mut info, &mut map, RTLD_DL_LINKMAP) };
+    let found = unsafe {
+        libc::dladdr1(
+            this as *const libc::c_void,
+            &mut info,
+            &mut map,
+            RTLD_DL_LINKMAP,
+        )
+    };
     if found == 0 || map.is_null() {
         // No loaded object holds this code: a static program, which is never unloaded.
         return true;

@@ -30,8 +30,7 @@ const IN_PROGRESS: usize = FORK - 1;
 impl DeliveryGate for Deliveries {
     fn enter(&self) {
         loop {
-            if DELIVERIES.fetch_add(1, Ordering::Acquire) < FORK
-                || crate::lock::is_forking_thread()
+            if DELIVERIES.fetch_add(1, Ordering::Acquire) < FORK || crate::lock::is_forking_thread()
             {
                 // No fork is prepared; or this is the forking thread (another `fork` handler
                 // freeing), which holds every lock while the others are held back.

@@ -159,6 +159,9 @@ pub(super) enum NoHeap {
 /// Gives this thread a heap and registers its exit hook.
 #[cold]
 pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
+    // Keeps the constructor that registers the fork handlers linked in wherever heaps are made
+    // (the linker takes an object of a static library only when something refers to it).
+    core::hint::black_box(&REGISTER_FORK_HANDLERS);
     let key = match thread_key() {
         Key::Made(k) => k,
         Key::NotYet => return Err(NoHeap::Shared),
