@@ -114,8 +114,10 @@ fn threads_exit_after_the_plugin_is_closed() {
 }
 
 /// The plugin is loaded and closed without a call: its purge thread, started when it was
-/// loaded, is the only thing of it still running.
+/// loaded, is the only thing of it still running; with or without it, the host forks after the
+/// close (the plugin's fork handlers are still there to be called).
 #[test]
 fn the_purge_thread_outlives_the_plugin() {
     run_host(Some("1"), &["load-only"]);
+    run_host(None, &["load-only"]);
 }

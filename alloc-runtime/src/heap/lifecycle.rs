@@ -161,7 +161,7 @@ pub(super) enum NoHeap {
 pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     // Keeps the constructor that registers the fork handlers linked in wherever heaps are made
     // (the linker takes an object of a static library only when something refers to it).
-    core::hint::black_box(&REGISTER_FORK_HANDLERS);
+    core::hint::black_box(&ON_LOAD);
     let key = match thread_key() {
         Key::Made(k) => k,
         Key::NotYet => return Err(NoHeap::Shared),
@@ -253,23 +253,29 @@ fn thread_key() -> Key {
     }
 }
 
-/// Registers the `fork` handlers, from a constructor (when the program or library that holds
-/// the runtime is loaded), never from an allocation: the C library grows its array of
-/// handlers with `malloc` while it holds its own lock of them, so an allocation made inside a
-/// program's `pthread_atfork` must not call `pthread_atfork` again.
-extern "C" fn register_fork_handlers() {
+/// Runs when the program or library that holds the runtime is loaded (a constructor):
+///
+/// - registers the `fork` handlers; from here, never from an allocation: the C library grows
+///   its array of handlers with `malloc` while it holds its own lock of them, so an allocation
+///   made inside a program's `pthread_atfork` must not call `pthread_atfork` again;
+/// - keeps this image loaded ([`os::pin_image`], which [`thread_key`] and the background purge
+///   also ask for, in case they come first): done here, the dynamic loader's own allocation
+///   for it is made before the program runs, not in the middle of its first allocation.
+extern "C" fn on_load() {
     if os::at_fork(fork_prepare, fork_parent, fork_child).is_err() {
         os::write_stderr(
             b"specalloc: could not register its fork handlers (out of memory); a child forked \
               while other threads allocate may hang\n",
         );
     }
+    // A failure is remembered: no key is made, and no purge thread started, without it.
+    let _ = os::pin_image();
 }
 
-/// Runs [`register_fork_handlers`] before `main` (and, in a shared library, when it is loaded).
+/// Runs [`on_load`] before `main` (and, in a shared library, when it is loaded).
 #[used]
 #[unsafe(link_section = ".init_array")]
-static REGISTER_FORK_HANDLERS: extern "C" fn() = register_fork_handlers;
+static ON_LOAD: extern "C" fn() = on_load;
 
 /// `fork`s in progress on the thread that holds every lock for them: 1 for a fork, one more
 /// for each fork a `fork` handler makes inside it (a handler registered before ours runs with
