@@ -1,10 +1,11 @@
 //! `fork` with `pthread_atfork` handlers that allocate and free (`tests/c/atfork.c`, run with
-//! `libspecalloc.so` preloaded): handlers registered before the allocator's own (before the
-//! first `malloc`, and from a constructor), by another preloaded library, and from a thread
-//! after the first allocation, with threads allocating and freeing while the program forks 20
-//! times. Every `fork` must return in both processes: a prepare handler that waited on a lock
-//! the allocator's prepare handler holds would hang the parent, a child handler the child.
-//! Each mode runs on glibc too, as the control. Skipped, with a line, without `cc`.
+//! `libspecalloc.so` preloaded): handlers registered before the allocator's own (by another
+//! preloaded library, whose constructor runs before the allocator's), and after it (in `main`
+//! before the first `malloc`, from the program's constructor, from a thread after the first
+//! allocation), with threads allocating and freeing while the program forks 20 times. Every
+//! `fork` must return in both processes: a prepare handler that waited on a lock the
+//! allocator's prepare handler holds would hang the parent, a child handler the child. Each
+//! mode runs on glibc too, as the control. Skipped, with a line, without `cc`.
 
 mod common;
 

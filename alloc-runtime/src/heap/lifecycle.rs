@@ -148,8 +148,8 @@ pub(super) fn exited() -> bool {
 /// Why [`init_heap`] gave the thread no heap of its own.
 pub(super) enum NoHeap {
     /// The thread is served by the shared fallback heap ([`alloc_after_exit`]): for this
-    /// allocation (the runtime is setting itself up, on another thread or in a call this one
-    /// is making), or for the thread's life ([`exited`] then holds: no thread-exit key could
+    /// allocation (the image is being kept loaded, by another thread or by a call this one is
+    /// making: see [`thread_key`]), or for the thread's life ([`exited`] then holds: no thread-exit key could
     /// be had, see [`thread_key`]).
     Shared,
     /// The OS refused the memory for a heap.
