@@ -1,7 +1,8 @@
 /* The process's first malloc after the program used up what the allocator needs to set itself
- * up (tests/programs.rs): `./first_malloc atfork` registers 60 fork handlers first (glibc grows
+ * up (tests/setup.rs): `./first_malloc atfork` registers 60 fork handlers first (glibc grows
  * its array of handlers with malloc past 48), `./first_malloc keys` creates pthread keys until
- * the system has none left. Then it allocates and frees in every size range, from this thread
+ * the system has none left, `./first_malloc keys-taken` finds them all taken before it ran (by
+ * tests/c/keys_lib.c, preloaded after libspecalloc.so). Then it allocates and frees in every size range, from this thread
  * and from threads that exit (one frees blocks of the other), forks, and prints
  * "first malloc ok MODE". A hang is caught by the alarm. */
 #define _GNU_SOURCE
@@ -70,6 +71,10 @@ int main(int argc, char **argv) {
         int r;
         while ((r = pthread_key_create(&k, NULL)) == 0) keys++;
         CHECK(r == EAGAIN && keys > 0);
+    } else if (strcmp(mode, "keys-taken") == 0) {
+        /* Taken before the allocator was loaded (tests/c/keys_lib.c). */
+        pthread_key_t k;
+        CHECK(pthread_key_create(&k, NULL) == EAGAIN);
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

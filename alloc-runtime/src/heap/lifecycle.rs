@@ -223,9 +223,10 @@ enum Key {
     None,
 }
 
-/// The pthread key whose destructor tears a thread's heap down (created on first use, after
-/// [`os::pin_image`]). A thread that finds no key left (a program that used up the system's keys
-/// before its first allocation) does without; each new thread tries again.
+/// The pthread key whose destructor tears a thread's heap down (created when the runtime is
+/// loaded, or on first use if that comes first; after [`os::pin_image`]). A thread that finds
+/// no key left (the program used up the system's keys before either) does without; each new
+/// thread tries again.
 fn thread_key() -> Key {
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {
@@ -260,7 +261,9 @@ fn thread_key() -> Key {
 ///   made inside a program's `pthread_atfork` must not call `pthread_atfork` again;
 /// - keeps this image loaded ([`os::pin_image`], which [`thread_key`] and the background purge
 ///   also ask for, in case they come first): done here, the dynamic loader's own allocation
-///   for it is made before the program runs, not in the middle of its first allocation.
+///   for it is made before the program runs, not in the middle of its first allocation;
+/// - makes the thread-exit key, before the program could take every key the system has (a
+///   thread that finds none is served by the fallback heap, slower).
 extern "C" fn on_load() {
     if os::at_fork(fork_prepare, fork_parent, fork_child).is_err() {
         os::write_stderr(
@@ -270,6 +273,8 @@ extern "C" fn on_load() {
     }
     // A failure is remembered: no key is made, and no purge thread started, without it.
     let _ = os::pin_image();
+    // None left already: threads are served by the fallback heap (and try again).
+    let _ = thread_key();
 }
 
 /// Runs [`on_load`] before `main` (and, in a shared library, when it is loaded).
