@@ -1,10 +1,11 @@
 //! `fork` with `pthread_atfork` handlers that allocate and free (`tests/c/atfork.c`, run with
-//! `libspecalloc.so` preloaded): handlers registered before the allocator's own (before the
-//! first `malloc`, and from a constructor), by another preloaded library, and from a thread
-//! after the first allocation, with threads allocating and freeing while the program forks 20
-//! times. Every `fork` must return in both processes: a prepare handler that waited on a lock
-//! the allocator's prepare handler holds would hang the parent, a child handler the child.
-//! Each mode runs on glibc too, as the control. Skipped, with a line, without `cc`.
+//! `libspecalloc.so` preloaded): handlers registered before the allocator's own (by another
+//! preloaded library, whose constructor runs before the allocator's), and after it (in `main`
+//! before the first `malloc`, from the program's constructor, from a thread after the first
+//! allocation), with threads allocating and freeing while the program forks 20 times. Every
+//! `fork` must return in both processes: a prepare handler that waited on a lock the
+//! allocator's prepare handler holds would hang the parent, a child handler the child. Each
+//! mode runs on glibc too, as the control. Skipped, with a line, without `cc`.
 
 mod common;
 
@@ -44,5 +45,38 @@ fn fork_handlers_may_allocate() {
         common::assert_ok(&format!("atfork {mode} under specalloc"), &ours);
         let out = String::from_utf8_lossy(&ours.stdout);
         assert_eq!(out, format!("fork ok {mode}\n"));
+    }
+}
+
+/// A `fork` made by a `fork` handler that runs while the allocator's handlers hold its locks
+/// (`tests/c/nested_fork.c`: the handler is registered by a library whose constructor runs
+/// before `libspecalloc.so`'s), in a prepare, a parent and a child handler, with and without
+/// a second thread allocating: every fork returns in every process, and the nested child
+/// allocates in every size range, as on glibc.
+#[test]
+fn a_fork_handler_may_fork() {
+    let dir = common::scratch("nested-fork");
+    let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"]) else {
+        return;
+    };
+    let lib = lib.display().to_string();
+    let Some(exe) = common::compile("cc", "nested_fork.c", &dir, &[&lib]) else {
+        return;
+    };
+    for mode in ["prepare", "parent", "child"] {
+        for thread in [&[][..], &["thread"][..]] {
+            let what = format!("nested fork {mode} {thread:?}");
+            let mut cmd = Command::new(&exe);
+            cmd.args(thread).env("NESTED_FORK", mode);
+            let glibc = cmd.output().expect("run nested_fork");
+            common::assert_ok(&format!("{what} on glibc"), &glibc);
+            let ours = common::preloaded(cmd);
+            common::assert_ok(&format!("{what} under specalloc"), &ours);
+            let suffix = if thread.is_empty() { "" } else { " thread" };
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                format!("nested fork ok {mode}{suffix}\n")
+            );
+        }
     }
 }

@@ -46,7 +46,8 @@
 //! thread, without destructors; a thread's heap is handed on by a pthread-key destructor at
 //! its exit; `fork` is safe in a multi-threaded program (the runtime's `pthread_atfork`
 //! handlers). The one unsupported use is `dlopen`ing `libspecalloc.so` itself into a running
-//! program: blocks malloc'd before it could then reach its `free`.
+//! program as its `malloc`: blocks malloc'd before it could then reach its `free`. (As a private
+//! allocator, called through `dlsym`, it works; a `dlclose` leaves it loaded.)
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 

@@ -50,3 +50,27 @@ pub(crate) fn in_delivery() {
         PARKED_IN_DELIVERY.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// Threads a `fork` being prepared holds back at the delivery gate right now (they wait there
+/// instead of starting a delivery).
+pub static HELD_AT_GATE: AtomicUsize = AtomicUsize::new(0);
+
+/// While set, the next thread to prepare a `fork` clears it and, once its prepare handler holds
+/// new deliveries back and before it takes the locks, waits there until [`RESUME_FORK`] is
+/// set (so that a test can run another thread's whole fork in that window).
+pub static PARK_IN_FORK_PREPARE: AtomicBool = AtomicBool::new(false);
+/// Set while a thread waits in its prepare handler (see [`PARK_IN_FORK_PREPARE`]).
+pub static PARKED_IN_FORK_PREPARE: AtomicBool = AtomicBool::new(false);
+/// Lets the thread parked in its prepare handler go on (cleared when it does).
+pub static RESUME_FORK: AtomicBool = AtomicBool::new(false);
+
+/// Called by the `fork` prepare handler between holding deliveries back and taking the locks.
+pub(crate) fn in_fork_prepare() {
+    if PARK_IN_FORK_PREPARE.swap(false, Ordering::AcqRel) {
+        PARKED_IN_FORK_PREPARE.store(true, Ordering::Release);
+        while !RESUME_FORK.swap(false, Ordering::AcqRel) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        PARKED_IN_FORK_PREPARE.store(false, Ordering::Release);
+    }
+}

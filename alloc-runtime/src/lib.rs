@@ -131,7 +131,10 @@ mod stats;
 #[doc(hidden)]
 pub mod test_hooks {
     pub use crate::heap::hold_lock;
-    pub use crate::hooks::{Lock, ALL_LOCKS, PARKED_IN_DELIVERY, PARK_FOR, PARK_IN_DELIVERY};
+    pub use crate::hooks::{
+        Lock, ALL_LOCKS, HELD_AT_GATE, PARKED_IN_DELIVERY, PARKED_IN_FORK_PREPARE, PARK_FOR,
+        PARK_IN_DELIVERY, PARK_IN_FORK_PREPARE, RESUME_FORK,
+    };
 
     /// `madvise` calls (`MADV_FREE`, `MADV_DONTNEED`) the kernel refused so far.
     pub fn failed_advice() -> usize {

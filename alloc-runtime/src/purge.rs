@@ -53,10 +53,25 @@ pub(crate) fn set(interval_ms: u64) -> Result<(), i32> {
     ensure_running()
 }
 
-/// Starts the thread unless one runs.
+/// Starts the thread unless one runs. The image that holds this code is kept loaded first
+/// ([`os::pin_image`]): a `dlclose` of a library that holds the runtime must not unmap the
+/// thread's code under it.
 fn ensure_running() -> Result<(), i32> {
     if RUNNING.swap(true, Ordering::AcqRel) {
         return Ok(());
+    }
+    let pinned = loop {
+        match os::pin_image() {
+            Ok(true) => break true,
+            // Another thread is keeping the image loaded right now (it holds no lock of ours).
+            Ok(false) => std::thread::yield_now(),
+            Err(()) => break false,
+        }
+    };
+    if !pinned {
+        RUNNING.store(false, Ordering::Release);
+        INTERVAL_MS.store(0, Ordering::Release);
+        return Err(libc::ELIBACC);
     }
     os::spawn_detached(run).inspect_err(|_| {
         RUNNING.store(false, Ordering::Release);

@@ -13,29 +13,37 @@ const LINK_MASK: usize = crate::size_class::CHUNK_SIZE - 1;
 
 include!("remote_proto.rs");
 
-/// The runtime's [`DeliveryGate`]: a count of deliveries in progress, with a bit that a `fork`
-/// being prepared sets to hold new ones back until the fork is done.
+/// The runtime's [`DeliveryGate`]: a count of deliveries in progress, with a count of the
+/// `fork`s being prepared, which hold new deliveries back until they are done.
 pub(crate) struct Deliveries;
 
-/// Deliveries in progress (low bits) and [`FORKING`].
+/// Deliveries in progress (the low half) and `fork`s being prepared (the high half, in units
+/// of [`FORK`]). Forks are counted, not flagged: glibc runs `pthread_atfork` handlers without
+/// a lock of its own, so two threads' forks can overlap, and the first to finish must not let
+/// deliveries start while the second is between its prepare handler and its fork.
 static DELIVERIES: AtomicUsize = AtomicUsize::new(0);
-/// Set while a `fork` is prepared: no delivery starts.
-const FORKING: usize = 1 << (usize::BITS - 1);
+/// One `fork` being prepared.
+const FORK: usize = 1 << (usize::BITS / 2);
+/// The deliveries in progress, in [`DELIVERIES`].
+const IN_PROGRESS: usize = FORK - 1;
 
 impl DeliveryGate for Deliveries {
     fn enter(&self) {
         loop {
-            if DELIVERIES.fetch_add(1, Ordering::Acquire) & FORKING == 0
-                || crate::lock::is_forking_thread()
+            if DELIVERIES.fetch_add(1, Ordering::Acquire) < FORK || crate::lock::is_forking_thread()
             {
                 // No fork is prepared; or this is the forking thread (another `fork` handler
                 // freeing), which holds every lock while the others are held back.
                 return;
             }
             DELIVERIES.fetch_sub(1, Ordering::Release);
-            while DELIVERIES.load(Ordering::Acquire) & FORKING != 0 {
+            #[cfg(feature = "test-hooks")]
+            crate::hooks::HELD_AT_GATE.fetch_add(1, Ordering::AcqRel);
+            while DELIVERIES.load(Ordering::Acquire) >= FORK {
                 spin_loop();
             }
+            #[cfg(feature = "test-hooks")]
+            crate::hooks::HELD_AT_GATE.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -47,19 +55,22 @@ impl DeliveryGate for Deliveries {
 /// `fork` prepare: holds new deliveries back and waits for those in progress to finish (they
 /// take no lock, so they finish).
 pub(crate) fn fork_prepare() {
-    DELIVERIES.fetch_or(FORKING, Ordering::AcqRel);
-    while DELIVERIES.load(Ordering::Acquire) & !FORKING != 0 {
+    DELIVERIES.fetch_add(FORK, Ordering::AcqRel);
+    while DELIVERIES.load(Ordering::Acquire) & IN_PROGRESS != 0 {
         spin_loop();
     }
 }
 
-/// `fork` parent handler: lets deliveries start again.
+/// `fork` parent handler: this fork no longer holds deliveries back (others being prepared
+/// still do).
 pub(crate) fn fork_parent() {
-    DELIVERIES.fetch_and(!FORKING, Ordering::Release);
+    DELIVERIES.fetch_sub(FORK, Ordering::Release);
 }
 
 /// `fork` child handler: the child's only thread is the one that forked, which delivers
-/// nothing; a count another thread held for an instant when the process was copied is void.
-pub(crate) fn fork_child() {
-    DELIVERIES.store(0, Ordering::Release);
+/// nothing; the counts of the other threads (a delivery they were making, a fork they were
+/// preparing) are void. `outer` is whether this thread is still inside the handlers of an
+/// outer fork (this fork was made by a `fork` handler): that fork still holds deliveries back.
+pub(crate) fn fork_child(outer: bool) {
+    DELIVERIES.store(if outer { FORK } else { 0 }, Ordering::Release);
 }

@@ -137,8 +137,10 @@ fn ensure_spec_heap() -> bool {
     let mut heap = current_heap();
     if heap == empty_heap() {
         heap = match lifecycle::init_heap() {
-            Some(h) => h,
-            None => return false,
+            Ok(h) => h,
+            // The generic path serves it from the fallback heap.
+            Err(lifecycle::NoHeap::Shared) => return true,
+            Err(lifecycle::NoHeap::OutOfMemory) => return false,
         };
     }
     tls::locals().spec_heap.set(heap);

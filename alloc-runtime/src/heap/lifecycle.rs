@@ -139,31 +139,56 @@ fn forget_other_threads() {
     }
 }
 
-/// Whether this thread's heap has been torn down (see [`alloc_after_exit`]).
+/// Whether this thread's heap has been torn down, or it can have none (no thread-exit key could
+/// be had): the fallback heap serves it (see [`alloc_after_exit`]).
 pub(super) fn exited() -> bool {
     tls::locals().exited.get()
 }
 
+/// Why [`init_heap`] gave the thread no heap of its own.
+pub(super) enum NoHeap {
+    /// The thread is served by the shared fallback heap ([`alloc_after_exit`]): for this
+    /// allocation (the image is being kept loaded, by another thread or by a call this one is
+    /// making: see [`thread_key`]), or for the thread's life ([`exited`] then holds: no thread-exit key could
+    /// be had, see [`thread_key`]).
+    Shared,
+    /// The OS refused the memory for a heap.
+    OutOfMemory,
+}
+
 /// Gives this thread a heap and registers its exit hook.
 #[cold]
-pub(super) fn init_heap() -> Option<*mut Heap> {
-    let key = thread_key()?;
-    let h = new_heap(this_thread())?;
+pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
+    // Keeps the constructor that registers the fork handlers linked in wherever heaps are made
+    // (the linker takes an object of a static library only when something refers to it).
+    core::hint::black_box(&ON_LOAD);
+    let key = match thread_key() {
+        Key::Made(k) => k,
+        Key::NotYet => return Err(NoHeap::Shared),
+        Key::None => {
+            // Without a key nothing would tear a heap down at this thread's exit: the thread
+            // is served by the fallback heap, as one whose heap is torn down is.
+            tls::locals().exited.set(true);
+            return Err(NoHeap::Shared);
+        }
+    };
+    let h = new_heap(this_thread()).ok_or(NoHeap::OutOfMemory)?;
     // SAFETY: `h` is a live heap nobody else uses.
     unsafe { (*h).active.store(true, Ordering::Relaxed) };
     tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
-    Some(h)
+    Ok(h)
 }
 
 /// The heap shared by threads whose own heap is torn down (its address, 0 until first used),
 /// used only under this lock.
 static FALLBACK: SpinLock<usize> = SpinLock::new(0);
 
-/// Allocates for a thread whose heap is already torn down: from the shared fallback heap, under
-/// its lock. A thread never gets a second heap after its exit began, since nothing would tear
-/// that one down (a pthread-key destructor that allocates in the last round runs after ours).
+/// Allocates for a thread whose heap is already torn down, or that has none (see [`NoHeap`]):
+/// from the shared fallback heap, under its lock. A thread never gets a second heap after its
+/// exit began, since nothing would tear that one down (a pthread-key destructor that allocates
+/// in the last round runs after ours).
 #[cold]
 pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     let mut g = FALLBACK.lock();
@@ -182,26 +207,85 @@ pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut 
     alloc_from(h, class, size, zeroed)
 }
 
+/// The thread-exit key plus one (0: not made yet).
 static KEY: AtomicUsize = AtomicUsize::new(0);
+/// Held while the key is made (only around `pthread_key_create`, which does not allocate).
 static KEY_LOCK: SpinLock<()> = SpinLock::new(());
 
-/// The pthread key whose destructor tears a thread's heap down (created on first use).
-fn thread_key() -> Option<os::ThreadKey> {
+/// What [`thread_key`] found.
+enum Key {
+    /// The key.
+    Made(os::ThreadKey),
+    /// Not yet: the image is being kept loaded ([`os::pin_image`]) by another thread, or by a
+    /// call this thread is making.
+    NotYet,
+    /// None to be had: the system has no key left, or this image cannot be kept loaded.
+    None,
+}
+
+/// The pthread key whose destructor tears a thread's heap down (created when the runtime is
+/// loaded, or on first use if that comes first; after [`os::pin_image`]). A thread that finds
+/// no key left (the program used up the system's keys before either) does without; each new
+/// thread tries again.
+fn thread_key() -> Key {
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {
-        return Some((k - 1) as os::ThreadKey);
+        return Key::Made((k - 1) as os::ThreadKey);
+    }
+    // Before a key's destructor points into this image, the image is kept loaded: a `dlclose`
+    // of a library that holds the runtime must not unmap it (this may allocate, which comes
+    // back here and finds the work in progress).
+    match os::pin_image() {
+        Ok(true) => {}
+        Ok(false) => return Key::NotYet,
+        Err(()) => return Key::None,
     }
     let _g = KEY_LOCK.lock();
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {
-        return Some((k - 1) as os::ThreadKey);
+        return Key::Made((k - 1) as os::ThreadKey);
     }
-    let key = os::thread_key_create(thread_exit)?;
-    // The handlers only take and release our locks.
-    os::at_fork(fork_prepare, fork_parent, fork_child);
-    KEY.store(key as usize + 1, Ordering::Release);
-    Some(key)
+    match os::thread_key_create(thread_exit) {
+        Some(key) => {
+            KEY.store(key as usize + 1, Ordering::Release);
+            Key::Made(key)
+        }
+        None => Key::None,
+    }
 }
+
+/// Runs when the program or library that holds the runtime is loaded (a constructor):
+///
+/// - registers the `fork` handlers; from here, never from an allocation: the C library grows
+///   its array of handlers with `malloc` while it holds its own lock of them, so an allocation
+///   made inside a program's `pthread_atfork` must not call `pthread_atfork` again;
+/// - keeps this image loaded ([`os::pin_image`], which [`thread_key`] and the background purge
+///   also ask for, in case they come first): done here, the dynamic loader's own allocation
+///   for it is made before the program runs, not in the middle of its first allocation;
+/// - makes the thread-exit key, before the program could take every key the system has (a
+///   thread that finds none is served by the fallback heap, slower).
+extern "C" fn on_load() {
+    if os::at_fork(fork_prepare, fork_parent, fork_child).is_err() {
+        os::write_stderr(
+            b"specalloc: could not register its fork handlers (out of memory); a child forked \
+              while other threads allocate may hang\n",
+        );
+    }
+    // A failure is remembered: no key is made, and no purge thread started, without it.
+    let _ = os::pin_image();
+    // None left already: threads are served by the fallback heap (and try again).
+    let _ = thread_key();
+}
+
+/// Runs [`on_load`] before `main` (and, in a shared library, when it is loaded).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// `fork`s in progress on the thread that holds every lock for them: 1 for a fork, one more
+/// for each fork a `fork` handler makes inside it (a handler registered before ours runs with
+/// our locks held). Touched only by that thread.
+static FORK_DEPTH: AtomicUsize = AtomicUsize::new(0);
 
 /// `fork` prepare handler: waits out the deliveries in progress and holds new ones back (see
 /// [`remote::fork_prepare`]), then takes every allocator lock (in the one order the allocator
@@ -210,8 +294,18 @@ fn thread_key() -> Option<os::ThreadKey> {
 /// with consistent structures and can allocate and free; threads that did not survive the fork
 /// keep their spans (their blocks can still be freed in the child, as remote frees). Every lock
 /// and wait state, and how the child gets past it, is in the table of `docs/fork.md`.
+///
+/// A fork made by a `fork` handler that runs while this thread holds every lock for a fork
+/// (one registered before ours) takes nothing more: it is made with the locks held, and its
+/// parent and child handlers leave them held for the outer fork's.
 extern "C" fn fork_prepare() {
+    if crate::lock::is_forking_thread() {
+        FORK_DEPTH.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     remote::fork_prepare();
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::in_fork_prepare();
     KEY_LOCK.raw_lock();
     FALLBACK.raw_lock();
     HEAPS.raw_lock();
@@ -220,6 +314,7 @@ extern "C" fn fork_prepare() {
     }
     crate::large::fork_lock(true);
     crate::chunk::fork_lock(true);
+    FORK_DEPTH.store(1, Ordering::Relaxed);
     // Handlers registered before ours run their prepare after this one, and their parent and
     // child handlers before ours: they may allocate, and pass the locks (see `lock.rs`).
     crate::lock::fork_begin();
@@ -278,16 +373,25 @@ fn release_fork_locks() {
     }
 }
 
-/// `fork` parent handler.
+/// `fork` parent handler (of a fork made inside another's handlers: leaves the locks held).
 extern "C" fn fork_parent() {
+    if FORK_DEPTH.fetch_sub(1, Ordering::Relaxed) > 1 {
+        return;
+    }
     release_fork_locks();
     remote::fork_parent();
 }
 
-/// `fork` child handler.
+/// `fork` child handler. In the child of a fork made inside another's handlers, this thread
+/// is still inside those, and keeps every lock for them; the rest is done all the same (the
+/// child's other threads are gone), passing the locks.
 extern "C" fn fork_child() {
-    release_fork_locks();
-    remote::fork_child();
+    let outer = FORK_DEPTH.fetch_sub(1, Ordering::Relaxed) > 1;
+    if !outer {
+        release_fork_locks();
+    }
+    remote::fork_child(outer);
+    os::pin_fork_child();
     forget_other_threads();
     crate::purge::fork_child();
 }

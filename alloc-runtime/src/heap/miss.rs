@@ -27,8 +27,11 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
             return lifecycle::alloc_after_exit(class, size, zeroed);
         }
         heap = match lifecycle::init_heap() {
-            Some(h) => h,
-            None => return ptr::null_mut(),
+            Ok(h) => h,
+            Err(lifecycle::NoHeap::Shared) => {
+                return lifecycle::alloc_after_exit(class, size, zeroed);
+            }
+            Err(lifecycle::NoHeap::OutOfMemory) => return ptr::null_mut(),
         };
     }
     // SAFETY: a live heap from the pool; this thread is its only user.

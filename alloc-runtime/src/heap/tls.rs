@@ -33,8 +33,9 @@ pub(super) struct ThreadLocals {
     /// sentinel until the first such routine has checked that this allocator is the global
     /// allocator.
     pub(super) spec_heap: Cell<*mut Heap>,
-    /// This thread's heap has been torn down: it is exiting, and what still allocates is a
-    /// destructor that runs after ours.
+    /// This thread's heap has been torn down (it is exiting, and what still allocates is a
+    /// destructor that runs after ours), or it can have none (no thread-exit key could be had):
+    /// the shared fallback heap serves it.
     pub(super) exited: Cell<bool>,
 }
 
