@@ -251,16 +251,19 @@ impl<T, const N: usize> ArrayServed<T, N> {
 }
 
 impl<const N: usize> Capacity<N> {
-    /// `Vec::with_capacity(N)`: the function that makes it, called with `N`
-    /// (`Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`), chosen at compile time as
-    /// [`boxer`] chooses: [`spec::vec_with_capacity`] (capacity exactly `N`) when a routine
-    /// serves `N` elements of `T`, std's `Vec::with_capacity` itself otherwise, called from the
-    /// user's frame (a capacity overflow panics in std's function, called from the user's).
-    /// `_std` is the user's `Vec::with_capacity`, which fixes the element type when the user
-    /// wrote it, `Vec::<T>::with_capacity`.
-    #[inline(always)]
+    /// `Vec::with_capacity(N)`: the function that makes it, chosen at compile time as
+    /// [`boxer`] chooses: [`spec::vec_with_capacity`] (capacity exactly `N`, out of line) when
+    /// a routine serves `N` elements of `T`, std's `Vec::with_capacity` itself otherwise. The
+    /// rewrite evaluates it in an inline `const` block and calls the constant it gives with
+    /// `N` (`(const { Capacity::<N>::vec(Vec::with_capacity) })(Len::<N>::VALUE)`): a direct
+    /// call from the user's frame (a capacity overflow panics in std's function, called from
+    /// the user's), with no function-pointer local in a debug build (the user's frame is the
+    /// size it is without the attribute). `std` is the user's `Vec::with_capacity`, which
+    /// fixes the element type when the user wrote it, `Vec::<T>::with_capacity`.
     #[must_use]
-    pub fn vec<T, F: FnOnce(usize) -> Vec<T>>(_std: F) -> fn(usize) -> Vec<T> {
+    pub const fn vec<T, F: FnOnce(usize) -> Vec<T>>(std: F) -> fn(usize) -> Vec<T> {
+        // A function item (nothing to drop); `forget` because a `const fn` cannot drop an `F`.
+        core::mem::forget(std);
         if ArrayServed::<T, N>::YES {
             vec_capacity_spec::<T, N>
         } else {
@@ -270,7 +273,11 @@ impl<const N: usize> Capacity<N> {
 }
 
 /// `Vec::with_capacity(N)` through the routine of `N` elements of `T` (the argument is `N`).
-#[inline(always)]
+/// Never inlined: the rewritten site is one call, no larger than std's `Vec::with_capacity`
+/// inlined (so it does not change what the compiler inlines around it), and its fast path
+/// (the mark, the thread's span) takes fewer instructions than std's call of the global
+/// allocator, which looks up the size class at run time.
+#[inline(never)]
 fn vec_capacity_spec<T, const N: usize>(_n: usize) -> Vec<T> {
     spec::vec_with_capacity::<T, N>()
 }
@@ -446,14 +453,14 @@ impl<const N: usize> Len<N> {
 }
 
 /// `String::with_capacity(N)` as rewritten by `#[specialize]`:
-/// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`. The function to call is
-/// chosen from `N` at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`] when
-/// a routine serves `N` bytes, std's `String::with_capacity` itself otherwise, called from the
-/// user's frame, so that a capacity too large to allocate aborts (or panics) in std's function
-/// called from the user's, with no frame of specalloc in between.
-#[inline(always)]
+/// `(const { string_capacity::<N>(String::with_capacity) })(Len::<N>::VALUE)`. The function to
+/// call is chosen from `N` at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`]
+/// (out of line) when a routine serves `N` bytes, std's `String::with_capacity` itself
+/// otherwise, called directly from the user's frame, as [`Capacity::vec`]'s: a capacity too
+/// large to allocate aborts (or panics) in std's function called from the user's, with no
+/// frame of specalloc in between, and a debug build's frame has no function-pointer local.
 #[must_use]
-pub fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {
+pub const fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {
     if BytesServed::<N>::YES {
         string_capacity_spec::<N>
     } else {
@@ -461,8 +468,9 @@ pub fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) ->
     }
 }
 
-/// `String::with_capacity(N)` through the routine of `N` bytes (the argument is `N`).
-#[inline(always)]
+/// `String::with_capacity(N)` through the routine of `N` bytes (the argument is `N`); never
+/// inlined, as [`vec_capacity_spec`].
+#[inline(never)]
 fn string_capacity_spec<const N: usize>(_n: usize) -> String {
     spec::string_with_capacity::<N>()
 }

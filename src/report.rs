@@ -453,8 +453,10 @@ pub mod counted {
         p::zeroed(std)
     }
 
-    /// [`p::Capacity::vec`], counted.
-    #[inline(always)]
+    /// [`p::Capacity::vec`], counted (a call of its own in a debug build: the user's frame
+    /// holds none of its locals).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(
         site: &'static Site,
         std: F,
@@ -504,8 +506,10 @@ pub mod counted {
         p::vec_from_array(empty, a)
     }
 
-    /// [`p::string_with_capacity`], counted.
-    #[inline(always)]
+    /// [`p::string_with_capacity`], counted (a call of its own in a debug build, as
+    /// [`vec_with_capacity`]).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(
         site: &'static Site,
         std: F,

@@ -269,23 +269,24 @@ impl Gen {
                 "Vec::with_capacity",
             );
         }
-        // `Capacity::<N>::vec(Vec::with_capacity)(Len::<N>::VALUE)`: the element type is the
-        // method's own parameter, not a `_` of a turbofish, so an inference error names it `T`
-        // as std's does (`let v: Vec<T> = …`); the path passed ends where the user's call does,
-        // so "type must be known at this point" underlines the whole call; and the function
-        // called is chosen at compile time (std's `Vec::with_capacity` when no routine serves
-        // `N` elements), from the user's frame, so a capacity overflow panics in std's function
-        // called from the user's.
+        // `(const { Capacity::<N>::vec(Vec::with_capacity) })(Len::<N>::VALUE)`: the element
+        // type is the method's own parameter, not a `_` of a turbofish, so an inference error
+        // names it `T` as std's does (`let v: Vec<T> = …`); the path passed ends where the
+        // user's call does, so "type must be known at this point" underlines the whole call;
+        // and the function called is chosen at compile time (std's `Vec::with_capacity` when no
+        // routine serves `N` elements) as a constant, called directly from the user's frame: a
+        // capacity overflow panics in std's function called from the user's, and a debug build
+        // holds no function pointer in the user's frame (its frame is the size it is plain).
         let root = self.root(user);
         let std = ending_with(std, end);
         quote_spanned! {user=>
-            #root::__private::Capacity::<#n>::vec(#std)(#root::__private::Len::<#n>::VALUE)
+            (const { #root::__private::Capacity::<#n>::vec(#std) })(#root::__private::Len::<#n>::VALUE)
         }
     }
 
     /// `String::with_capacity(N)`:
-    /// `string_capacity::<N>(String::with_capacity)(Len::<N>::VALUE)`, the function called
-    /// chosen at compile time, `spec::string_with_capacity::<N>` when a routine serves `N` bytes
+    /// `(const { string_capacity::<N>(String::with_capacity) })(Len::<N>::VALUE)`, the function
+    /// called chosen at compile time (a constant: no function-pointer local in a debug build), `spec::string_with_capacity::<N>` when a routine serves `N` bytes
     /// and std's `String::with_capacity` otherwise, called from the user's frame: a capacity
     /// that aborts or overflows does so in std's function called from the user's (a backtrace
     /// shows no frame of specalloc). `N` is a const argument in both places (a const generic
@@ -301,7 +302,7 @@ impl Gen {
             let root = self.root(user);
             let std = spanning(std);
             return quote_spanned! {user=>
-                #root::__private::string_capacity::<#n> #std (#root::__private::Len::<#n>::VALUE)
+                (const { #root::__private::string_capacity::<#n> #std })(#root::__private::Len::<#n>::VALUE)
             };
         }
         let generics = quote_spanned!(user=> ::<#n, _>);

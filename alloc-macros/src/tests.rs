@@ -747,7 +747,7 @@ fn re_exported_std_paths_and_vec() {
         ),
     );
     assert!(
-        out.contains("__private::Capacity::<\n            4,"),
+        out.contains(">::vec(crate::lib::std::vec::Vec::with_capacity)"),
         "{out}"
     );
     assert!(out.contains("vec![Box::new(1u8); 2]"), "{out}");

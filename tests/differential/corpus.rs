@@ -1,7 +1,8 @@
 //! The differential corpus of `tests/differential.rs` (installed) and
 //! `tests/differential_not_installed.rs` (a counting wrapper around the system allocator):
 //! `corpus!(name)` or `corpus!(name, attribute)` defines a module whose `run()` returns the
-//! transcript. The including file provides `panic_text`, `BUF_LEN`, `allocs()` (allocations so
+//! transcript. The including file provides `panic_text`, `BUF_LEN`, `FRAMES_COMPARED` (whether
+//! the build is unoptimised, where frame sizes are compared), `allocs()` (allocations so
 //! far on this thread, or 0 where nothing counts them) and `zeroed_allocs()`.
 
 #[macro_export]
@@ -499,6 +500,26 @@ macro_rules! corpus {
                 deep(depth - 1) + s.len() + t.len() + *d as usize
             }
 
+            /// A recursion whose every level makes a vector and a string of constant
+            /// capacity: the address of its vector at this level and at the deepest.
+            #[inline(never)]
+            fn capacity_levels(depth: u32) -> (usize, usize) {
+                let v: Vec<u64> = Vec::with_capacity(4);
+                let s = String::with_capacity(8);
+                let here = std::hint::black_box(&v) as *const Vec<u64> as usize;
+                let deepest = if depth == 0 { here } else { capacity_levels(depth - 1).1 };
+                drop((v, s));
+                (here, deepest)
+            }
+
+            /// The stack bytes one level of [`capacity_levels`] takes in an unoptimised build,
+            /// where a rewritten site must make no frame larger (`FRAMES_COMPARED`, from the
+            /// including file; an optimised build lays frames out as its inlining goes).
+            fn capacity_frame() -> Option<usize> {
+                let (top, deepest) = capacity_levels(1);
+                FRAMES_COMPARED.then(|| top - deepest)
+            }
+
             fn deep_on_small_stack() -> usize {
                 let t = std::thread::Builder::new().stack_size(1 << 20);
                 t.spawn(|| deep(2000)).unwrap().join().unwrap()
@@ -623,6 +644,7 @@ macro_rules! corpus {
                 line(&mut out, "type parameter named String", type_param_named_string::<Box<str>>());
                 line(&mut out, "extern static length", extern_static_len());
                 line(&mut out, "2,000 levels of owned strings on a 1 MiB stack", deep_on_small_stack());
+                line(&mut out, "stack per level with Vec/String::with_capacity (unoptimised)", capacity_frame());
                 line(&mut out, "Box::pin and map(Box::new) of 1 MiB on small stacks", big_values_on_small_stacks());
                 out
             }
