@@ -117,6 +117,7 @@ pub use mark::__declare_global_allocator;
 mod os;
 mod policy;
 mod purge;
+mod raw;
 mod remote;
 pub mod routines;
 #[cfg(feature = "checked")]
@@ -171,14 +172,15 @@ unsafe impl GlobalAlloc for SpecAlloc {
     #[cfg_attr(specalloc_out_of_line, inline(never))]
     #[cfg_attr(not(specalloc_out_of_line), inline)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        alloc(layout)
+        // `alloc`'s body, not a call of it: one call fewer in a build without optimisation.
+        alloc_generic::<false>(layout)
     }
 
     #[cfg_attr(specalloc_out_of_line, inline(never))]
     #[cfg_attr(not(specalloc_out_of_line), inline)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded from the caller.
-        unsafe { dealloc(ptr, layout) }
+        unsafe { dealloc_generic(ptr, layout) }
     }
 
     #[cfg_attr(specalloc_out_of_line, inline(never))]
@@ -310,6 +312,16 @@ fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
 /// [`realloc`]) and not freed since.
 #[inline]
 pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
+    // SAFETY: forwarded from the caller.
+    unsafe { dealloc_generic(ptr, layout) }
+}
+
+/// [`dealloc`]'s body, inlined into it and into `SpecAlloc::dealloc`.
+///
+/// # Safety
+/// As for [`dealloc`].
+#[inline(always)]
+unsafe fn dealloc_generic(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, size, align, false);

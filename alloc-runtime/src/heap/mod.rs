@@ -47,7 +47,7 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
@@ -243,5 +243,5 @@ fn inc(c: &AtomicU64) {
 /// `x += n` on a counter only this thread writes.
 #[inline(always)]
 fn add(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    crate::raw::store_u64(c, crate::raw::load_u64(c).wrapping_add(n));
 }
