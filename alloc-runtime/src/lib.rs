@@ -353,33 +353,8 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     #[cfg(feature = "checked")]
     check_free(ptr, old, align, true);
     if align <= 16 && old <= MAX_SMALL_SIZE && new_size <= MAX_SMALL_SIZE {
-        // The common case, both sizes small: the run-time tables, not the general router, and
-        // with both classes known, one copy between the class paths.
-        let (from, to) = (span_class_of(old, align), span_class_of(new_size, align));
-        if from == to {
-            return ptr;
-        }
-        let q = if to == span::TINY_CLASS {
-            heap::alloc_tiny::<false>()
-        } else {
-            heap::alloc_small::<false>(to, new_size)
-        };
-        if q.is_null() {
-            return q;
-        }
-        // SAFETY: both blocks are live and distinct, at least `min(old, new_size)` bytes long;
-        // `ptr` is a block of class `from` (the caller's layout says so), freed once.
-        unsafe {
-            ptr::copy_nonoverlapping(ptr, q, old.min(new_size));
-            #[cfg(feature = "checked")]
-            check_free(ptr, old, align, false);
-            if from == span::TINY_CLASS {
-                heap::free_tiny(ptr);
-            } else {
-                heap::free_small(ptr);
-            }
-        }
-        return q;
+        // SAFETY: forwarded from the caller; both sizes are small at this alignment.
+        return unsafe { realloc_small(ptr, old, align, new_size) };
     }
     let from = route(old, align);
     match from {
@@ -407,6 +382,45 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     unsafe {
         ptr::copy_nonoverlapping(ptr, q, old.min(new_size));
         dealloc(ptr, layout);
+    }
+    q
+}
+
+/// [`realloc`]'s common case, both sizes small (`align <= 16`, `old` and `new_size` at most
+/// `MAX_SMALL_SIZE`): the run-time tables, not the general router, and with both classes
+/// known, one copy between the class paths.
+///
+/// Out of line in builds without optimisation (`dev`): in line, its four fast paths' locals
+/// would sit in `realloc`'s frame, below which every reallocation's refills run.
+///
+/// # Safety
+/// As for [`realloc`], with both sizes small.
+#[cfg_attr(not(specalloc_out_of_line), inline(always))]
+#[cfg_attr(specalloc_out_of_line, inline(never))]
+unsafe fn realloc_small(ptr: *mut u8, old: usize, align: usize, new_size: usize) -> *mut u8 {
+    let (from, to) = (span_class_of(old, align), span_class_of(new_size, align));
+    if from == to {
+        return ptr;
+    }
+    let q = if to == span::TINY_CLASS {
+        heap::alloc_tiny::<false>()
+    } else {
+        heap::alloc_small::<false>(to, new_size)
+    };
+    if q.is_null() {
+        return q;
+    }
+    // SAFETY: both blocks are live and distinct, at least `min(old, new_size)` bytes long;
+    // `ptr` is a block of class `from` (the caller's layout says so), freed once.
+    unsafe {
+        ptr::copy_nonoverlapping(ptr, q, old.min(new_size));
+        #[cfg(feature = "checked")]
+        check_free(ptr, old, align, false);
+        if from == span::TINY_CLASS {
+            heap::free_tiny(ptr);
+        } else {
+            heap::free_small(ptr);
+        }
     }
     q
 }
