@@ -83,14 +83,7 @@
 //! overflow-checks = false
 //! ```
 //!
-//! a program built at opt-level 0 pays for an alloc+free pair less than it pays with glibc's
-//! `malloc` (`scripts/debug_bench.sh` measures it). `opt-level = 3` alone does most of it; the
-//! other two lines drop the runtime's internal assertions and std's precondition checks from
-//! the fast path. Without them, the fast paths are written to stay straight-line code at
-//! opt-level 0 (no calls of std's helpers, no checked raw-pointer dereferences),
-//! and a `Box` allocated and freed in a `dev` build costs about what it costs with glibc.
-//! Release builds (profiles inheriting from `release`) inline the methods into the user's
-//! crate as before.
+//! an alloc+free pair at opt-level 0 costs less than with glibc, and about as much without them.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -167,16 +160,13 @@ pub struct SpecAlloc;
 // SAFETY: every method forwards to the functions below, which return blocks of at least the
 // requested size and alignment, never hand out a block twice, and return null on failure.
 //
-// In builds of a profile that inherits from `dev` (`cfg(specalloc_out_of_line)`, set by build.rs)
-// the methods are `#[inline(never)]`, so they are compiled here, at this crate's opt-level (see
-// "Debug builds" in the crate docs), instead of in the user's crate at opt-level 0; release
-// builds inline them as before.
+// In `dev`-based builds (`cfg(specalloc_out_of_line)`, build.rs) the methods are compiled here,
+// at this crate's opt-level (see "Debug builds" in the crate docs); release builds inline them.
 unsafe impl GlobalAlloc for SpecAlloc {
     #[cfg_attr(specalloc_out_of_line, inline(never))]
     #[cfg_attr(not(specalloc_out_of_line), inline)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // `alloc`'s body, not a call of it: one call fewer in a build without optimisation.
-        alloc_generic::<false>(layout)
+        alloc_generic::<false>(layout) // `alloc`'s body: one call fewer at opt-level 0
     }
 
     #[cfg_attr(specalloc_out_of_line, inline(never))]
@@ -386,12 +376,8 @@ pub unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 
     q
 }
 
-/// [`realloc`]'s common case, both sizes small (`align <= 16`, `old` and `new_size` at most
-/// `MAX_SMALL_SIZE`): the run-time tables, not the general router, and with both classes
-/// known, one copy between the class paths.
-///
-/// Out of line in builds without optimisation (`dev`): in line, its four fast paths' locals
-/// would sit in `realloc`'s frame, below which every reallocation's refills run.
+/// [`realloc`] with both sizes small at `align <= 16`, one copy between the class paths; out of
+/// line in `dev` builds, where its locals would sit in `realloc`'s frame, above its refills.
 ///
 /// # Safety
 /// As for [`realloc`], with both sizes small.
