@@ -270,7 +270,11 @@ fn check_use(p: *mut u8) {
 /// `p` is null, or a live block from [`malloc`], [`calloc`], [`memalign`] or [`realloc`] (or a
 /// live chunk-backed block from the `GlobalAlloc` entry points: anything but a huge object),
 /// not used after this call.
-#[inline(always)]
+///
+/// Out of line in builds without optimisation (`dev`), where inlining it into `realloc` and the
+/// other entry points would only add its locals to their stack frames.
+#[cfg_attr(not(specalloc_out_of_line), inline(always))]
+#[cfg_attr(specalloc_out_of_line, inline(never))]
 pub unsafe fn free(p: *mut u8) {
     if p.is_null() {
         return;

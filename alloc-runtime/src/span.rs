@@ -8,8 +8,9 @@
 //! Descriptors live in the header of their chunk ([`crate::chunk`]), one per page, and start out
 //! as all-zero bytes from the OS: every field's zero is its "unused" value.
 
+use crate::raw;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize};
 
 use crate::size_class::{class_pages, class_size, NUM_CLASSES};
 
@@ -230,9 +231,9 @@ impl Span {
     #[inline(always)]
     pub(crate) unsafe fn push_wide(&self, b: *mut Block) {
         // SAFETY: the caller guarantees `b` is a free block of this span, at least 8 bytes.
-        unsafe { (*b).next = self.free.get() };
-        self.free.set(b);
-        self.free_zero.set(false);
+        unsafe { raw::as_mut(b).next = raw::get(&self.free) };
+        raw::set(&self.free, b);
+        raw::set(&self.free_zero, false);
     }
 
     /// [`Span::push_local`] for the tiny class: the link is the next block's chunk offset.
@@ -243,9 +244,9 @@ impl Span {
     pub(crate) unsafe fn push_narrow(&self, b: *mut Block) {
         // SAFETY: the caller guarantees `b` is a free 4-byte block of this span; the list's
         // blocks are in the same chunk.
-        unsafe { crate::remote::set_link(b as usize, self.free.get() as usize) };
-        self.free.set(b);
-        self.free_zero.set(false);
+        unsafe { crate::remote::set_link(b as usize, raw::get(&self.free) as usize) };
+        raw::set(&self.free, b);
+        raw::set(&self.free_zero, false);
     }
 
     /// Pops a block off the local free list, of a span of any class (slow paths; the fast paths
@@ -316,7 +317,7 @@ impl Span {
     /// Reads the owner word.
     #[inline(always)]
     pub(crate) fn owner_word(&self) -> usize {
-        self.owner.load(Ordering::Relaxed)
+        raw::load_usize(&self.owner)
     }
 }
 

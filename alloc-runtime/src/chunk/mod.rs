@@ -77,7 +77,7 @@ pub(crate) unsafe fn span_of(p: *const u8) -> *mut Span {
     let page = (addr & (CHUNK_SIZE - 1)) >> PAGE_SHIFT;
     // SAFETY: `p` is inside a live span, so its chunk header is mapped and the page-map entry
     // was written (under the page-heap lock) before the block was handed out.
-    unsafe { (*chunk).page_span.get_unchecked(page).get() }
+    unsafe { crate::raw::get(crate::raw::at(&crate::raw::as_ref(chunk).page_span, page)) }
 }
 
 struct PageHeap {

@@ -5,7 +5,8 @@
 use super::tls::current_heap;
 use super::{inc, miss, slow, Heap};
 use crate::chunk::span_of;
-use crate::span::{narrow_next, Block, OWNER_FULL, TINY_CLASS, TINY_SIZE};
+use crate::raw;
+use crate::span::{narrow_next, Block, Span, OWNER_FULL, TINY_CLASS, TINY_SIZE};
 
 /// The out-of-line path a fast path calls on a miss: `(class, size, zeroed)` to a block.
 pub(crate) type Slow = fn(usize, usize, bool) -> *mut u8;
@@ -36,24 +37,26 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
     // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and we
     // write only after finding a block, which the sentinel never has. The current span is owned
     // by this heap (or is the sentinel), so its free list is ours to pop.
+    // Plain casts, comparisons and `raw`'s accessors: in a build without optimisation every
+    // method call would be a real call (see `crate::raw`).
     unsafe {
-        let cc = (*heap).classes.get_unchecked(class);
-        let span = &*cc.current.get();
-        let b = span.free.get();
-        if b.is_null() {
+        let cc = raw::at(&raw::as_ref(heap).classes, class);
+        let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);
+        let b = raw::get(&span.free);
+        if b as usize == 0 {
             cold_path();
             return slow(class, size, ZEROED);
         }
-        let fresh = span.free_zero.get();
-        span.free.set((*b).next);
-        span.used.set(span.used.get() + 1);
+        let fresh = raw::get(&span.free_zero);
+        raw::set(&span.free, raw::as_ref(b).next);
+        raw::set(&span.used, raw::get(&span.used) + 1);
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
         if ZEROED {
-            super::owned::clear_block(b.cast(), size, fresh);
+            super::owned::clear_block(b as *mut u8, size, fresh);
         }
-        b.cast()
+        b as *mut u8
     }
 }
 
@@ -66,22 +69,22 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
 pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Slow) -> *mut u8 {
     // SAFETY: as in `alloc_wide_in`; the tiny class links through chunk offsets.
     unsafe {
-        let cc = (*heap).classes.get_unchecked(TINY_CLASS);
-        let span = &*cc.current.get();
-        let b = span.free.get();
-        if b.is_null() {
+        let cc = raw::at(&raw::as_ref(heap).classes, TINY_CLASS);
+        let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);
+        let b = raw::get(&span.free);
+        if b as usize == 0 {
             cold_path();
             return slow(TINY_CLASS, TINY_SIZE, ZEROED);
         }
-        span.free.set(narrow_next(b));
-        span.used.set(span.used.get() + 1);
+        raw::set(&span.free, narrow_next(b));
+        raw::set(&span.used, raw::get(&span.used) + 1);
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
         if ZEROED {
-            (b as *mut u32).write(0);
+            *(b as *mut u32) = 0;
         }
-        b.cast()
+        b as *mut u8
     }
 }
 
@@ -142,8 +145,8 @@ pub(crate) unsafe fn free_tiny(p: *mut u8) {
 unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
     let heap = current_heap();
     // SAFETY: `p` is a live small block, so its span descriptor is valid.
-    let span = unsafe { &*span_of(p) };
-    let owner = span.owner_word();
+    let span = unsafe { raw::as_ref(span_of(p)) };
+    let owner = raw::load_usize(&span.owner);
     if owner != heap as usize {
         if owner == heap as usize | OWNER_FULL {
             // A span of ours parked full: a program that frees at random frees into such spans
@@ -160,7 +163,7 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
     let class = if NARROW {
         TINY_CLASS
     } else {
-        span.class.get() as usize
+        raw::get(&span.class) as usize
     };
     // SAFETY: this heap owns the span (owner word, untagged), so its free list and counters are
     // ours; `p` is one of its blocks and is no longer in use.
@@ -170,10 +173,10 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
         } else {
             span.push_wide(p as *mut Block);
         }
-        inc(&(*heap).classes.get_unchecked(class).frees);
+        inc(&raw::at(&raw::as_ref(heap).classes, class).frees);
         // Last, so that the test below reads the flags of the decrement.
-        let used = span.used.get() - 1;
-        span.used.set(used);
+        let used = raw::get(&span.used) - 1;
+        raw::set(&span.used, used);
         if used == 0 {
             slow::span_emptied(&*heap, span);
         }

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
 use super::slow::{alloc_from, process_delayed, publish_outboxes};
-use super::{empty_heap, tls, Heap};
+use super::{empty_heap, tls, write_new_heap, Heap};
 use crate::lock::SpinLock;
 use crate::os;
 use crate::remote;
@@ -113,7 +113,7 @@ fn new_heap(thread: usize) -> Option<*mut Heap> {
     pool.arena += size;
     // SAFETY: `h` is fresh, suitably aligned (64) memory of the right size.
     unsafe {
-        h.write(Heap::new(empty_span()));
+        write_new_heap(h);
         (*h).all_next.set(pool.all);
         (*h).thread.set(thread);
     }

@@ -47,7 +47,7 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
@@ -220,6 +220,20 @@ fn empty_heap() -> *mut Heap {
     &EMPTY_HEAP.0 as *const Heap as *mut Heap
 }
 
+/// Writes a new heap at `h`: the value of [`Heap::new`] with the sentinel span, copied from the
+/// sentinel heap, which holds that value and is never written. Built in place, never on the
+/// stack: a heap is over 10 KiB, and a build without optimisation would build the value in a
+/// frame of its own and copy it, over 30 KiB of stack on a thread's first allocation.
+///
+/// # Safety
+/// `h` is valid for writes of a `Heap` and suitably aligned.
+unsafe fn write_new_heap(h: *mut Heap) {
+    // SAFETY: the sentinel heap is a valid `Heap` that nobody writes (see `SyncHeap`), so a
+    // bitwise copy is the value `Heap::new(empty_span())` gives; `h` is valid for the write
+    // (our caller's contract) and cannot overlap a static.
+    unsafe { ptr::copy_nonoverlapping(empty_heap(), h, 1) }
+}
+
 /// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.
 #[inline(always)]
 fn inc(c: &AtomicU64) {
@@ -229,5 +243,5 @@ fn inc(c: &AtomicU64) {
 /// `x += n` on a counter only this thread writes.
 #[inline(always)]
 fn add(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    crate::raw::store_u64(c, crate::raw::load_u64(c).wrapping_add(n));
 }

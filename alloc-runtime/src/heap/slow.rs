@@ -261,7 +261,11 @@ pub(super) extern "C" fn span_emptied(h: &Heap, s: &Span) {
 ///
 /// # Safety
 /// `h` owns `span`, which is parked full; `p` is a live block of `span`.
-#[inline(always)]
+///
+/// Out of line in builds without optimisation (`dev`), where inlining does not shorten the
+/// code but adds this body's locals to the frame of every free path that inlines it.
+#[cfg_attr(not(specalloc_out_of_line), inline(always))]
+#[cfg_attr(specalloc_out_of_line, inline(never))]
 pub(super) unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
     let class = span.class.get() as usize;
     // SAFETY: we own the span; `p` is one of its blocks. A span's class is below

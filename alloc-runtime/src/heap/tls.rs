@@ -19,6 +19,11 @@
 //! allocate memory in static TLS block". The `local-dynamic-tls` feature (as mimalloc's
 //! `local_dynamic_tls`) keeps `thread_local!` for programs that must `dlopen` the library late;
 //! other targets use `thread_local!` always.
+//!
+//! Builds of a `dev`-based profile (`cfg(specalloc_out_of_line)`, see `build.rs`) take the
+//! assembly too: there the runtime is compiled without optimisation, and `thread_local!`'s
+//! accessor is then a chain of calls (`LocalKey::with`, `try_with`, a closure, the accessor) on
+//! every allocation and free, where the inline assembly stays two instructions.
 
 use core::cell::Cell;
 
@@ -42,7 +47,7 @@ pub(super) struct ThreadLocals {
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64"),
-    feature = "initial-exec-tls",
+    any(feature = "initial-exec-tls", specalloc_out_of_line),
     not(feature = "local-dynamic-tls")
 ))]
 mod imp {
@@ -162,7 +167,7 @@ mod imp {
 #[cfg(not(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64"),
-    feature = "initial-exec-tls",
+    any(feature = "initial-exec-tls", specalloc_out_of_line),
     not(feature = "local-dynamic-tls")
 )))]
 mod imp {
