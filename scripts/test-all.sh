@@ -3,6 +3,7 @@
 # formatting, clippy with warnings as errors (and on the shared library's `local-dynamic-tls`
 # build), the docs with warnings as errors, the whole workspace's tests, the facade's suite
 # again with the checked mode and the opt-out switch on,
+# the runtime's unit tests and the facade's multi-threaded suites in a release build,
 # the runtime's JSON stats test under its `serde` feature, and the install mark set by a
 # constructor.
 set -euo pipefail
@@ -14,6 +15,12 @@ cargo clippy -p specalloc-capi --features local-dynamic-tls -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --workspace
 cargo test -p specalloc --features checked,no-size-specialized
+# The runtime's optimised-build variants: `dev`-based builds (the test profile among them) read
+# the thread-locals and relaxed atomics with inline assembly, so the release variants are run
+# here on the multi-threaded suites.
+cargo test --release -p specalloc-runtime --lib
+cargo test --release -p specalloc --test stress --test thread_churn --test global_alloc \
+    --test teardown --test abandoned --test outbox
 cargo test -p specalloc-runtime --features serde --test stats_json
 cargo test -p specalloc-runtime --features serde --doc -- snapshot::Stats
 # The install mark of targets without weak symbols (a constructor), forced here, in a target
