@@ -4,6 +4,8 @@
 //!
 //! - `tests/c/first_malloc.c atfork`: 60 `pthread_atfork` registrations before the first
 //!   `malloc` (glibc grows its array of handlers with `malloc`, from inside the registration);
+//!   the same after a library whose constructor runs before the allocator's registered 60
+//!   (`tests/c/handlers_lib.c`: the first `malloc` is made from inside its registration);
 //! - `tests/c/first_malloc.c keys`: every pthread key taken before the first `malloc`, by
 //!   `main`, or by a library whose constructor runs before the allocator's
 //!   (`tests/c/keys_lib.c`);
@@ -19,7 +21,10 @@ use std::process::Command;
 /// `tests/c/` preloaded after it), whose processes must report allocations
 /// (`SPECALLOC_STATS_AT_EXIT`).
 fn first_malloc(mode: &str, also: Option<&str>) {
-    let dir = common::scratch(&format!("first-malloc-{mode}"));
+    let lib_name = also.map_or(String::new(), |src| {
+        format!("-{}", src.trim_end_matches(".c"))
+    });
+    let dir = common::scratch(&format!("first-malloc-{mode}{lib_name}"));
     let Some(exe) = common::compile("cc", "first_malloc.c", &dir, &[]) else {
         return;
     };
@@ -63,6 +68,14 @@ fn first_malloc(mode: &str, also: Option<&str>) {
 #[test]
 fn first_malloc_after_many_fork_handlers() {
     first_malloc("atfork", None);
+}
+
+/// The first malloc made from inside `pthread_atfork`, by a library whose constructor runs
+/// before the allocator's (`tests/c/handlers_lib.c`): the allocator's own constructor must not
+/// run from inside that malloc (it registers fork handlers too).
+#[test]
+fn first_malloc_inside_a_librarys_fork_handler_registration() {
+    first_malloc("atfork", Some("handlers_lib.c"));
 }
 
 /// The keys taken by `main` (the allocator took its own when it was loaded), and taken before

@@ -541,6 +541,12 @@ pub(crate) fn spawn_detached(
     }
 }
 
+/// This process's id (a system call: glibc keeps no copy).
+pub(crate) fn process_id() -> i32 {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    unsafe { libc::getpid() }
+}
+
 /// Registers `fork` handlers: `prepare` in the parent before the fork, `parent` and `child`
 /// after it, in the parent and in the child. `Err(errno)` when the C library refuses (it
 /// grows its array of handlers with `malloc`: `ENOMEM`).

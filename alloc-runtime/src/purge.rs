@@ -24,7 +24,7 @@
 //! milliseconds; read by a constructor before `main`, so it works for C programs under
 //! `LD_PRELOAD` too), or from code with [`set_background_purge`].
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use crate::os;
 
@@ -32,6 +32,8 @@ use crate::os;
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
 /// Whether a purge thread is running (it clears this when it stops).
 static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The process that started the purge thread [`RUNNING`] stands for (0: none started yet).
+static STARTED_IN: AtomicI32 = AtomicI32::new(0);
 /// Bumped by every [`set`], which wakes the thread's sleep on it: a new interval takes effect at
 /// once, not after the old one.
 static CHANGED: AtomicU32 = AtomicU32::new(0);
@@ -73,10 +75,12 @@ fn ensure_running() -> Result<(), i32> {
         INTERVAL_MS.store(0, Ordering::Release);
         return Err(libc::ELIBACC);
     }
-    os::spawn_detached(run).inspect_err(|_| {
-        RUNNING.store(false, Ordering::Release);
-        INTERVAL_MS.store(0, Ordering::Release);
-    })
+    os::spawn_detached(run)
+        .inspect(|_| STARTED_IN.store(os::process_id(), Ordering::Release))
+        .inspect_err(|_| {
+            RUNNING.store(false, Ordering::Release);
+            INTERVAL_MS.store(0, Ordering::Release);
+        })
 }
 
 /// The purge thread: sleeps an interval, runs the clock, again, until the interval is 0.
@@ -171,8 +175,13 @@ extern "C" fn from_env() {
 #[unsafe(link_section = ".init_array")]
 static FROM_ENV: extern "C" fn() = from_env;
 
-/// `fork` child handler: the thread did not survive the fork; the child gets its own.
+/// `fork` child handler: the thread did not survive the fork; the child gets its own. Once:
+/// in the child of a fork made by another `fork` handler, this runs for that fork and again
+/// for the outer one, which must not start a second thread.
 pub(crate) fn fork_child() {
+    if STARTED_IN.load(Ordering::Acquire) == os::process_id() {
+        return;
+    }
     if RUNNING.swap(false, Ordering::AcqRel) && interval_ms() != 0 {
         let _ = ensure_running();
     }

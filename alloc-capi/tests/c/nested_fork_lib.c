@@ -1,7 +1,8 @@
 /* The fork handlers of tests/c/nested_fork.c, in a library the program links, whose
  * constructor runs before libspecalloc.so's: `NESTED_FORK=MODE` (prepare, parent or child)
  * registers, before the allocator registers its own, a handler of that kind that forks once
- * (the nested child allocates and frees in every size range and exits). So the handler runs
+ * (the nested child allocates and frees in every size range and exits; with
+ * `NESTED_FORK_THREAD` set, it first starts a thread that does so and waits for it). So the handler runs
  * while the allocator's handlers hold its locks for the fork. */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -70,11 +71,23 @@ static atomic_int forked;
 int nested_forked(void) { return atomic_load(&forked); }
 void nested_reset(void) { atomic_store(&forked, 0); }
 
+/* A thread of the nested child (`NESTED_FORK_THREAD` set), which allocates. */
+static void *nested_thread(void *arg) {
+    (void)arg;
+    nested_work(50);
+    return NULL;
+}
+
 static void fork_in_handler(void) {
     if (atomic_exchange(&forked, 1)) return;
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
+        if (getenv("NESTED_FORK_THREAD") != NULL) {
+            pthread_t t;
+            CHECK(pthread_create(&t, NULL, nested_thread, NULL) == 0);
+            CHECK(pthread_join(t, NULL) == 0);
+        }
         nested_work(200);
         _exit(0);
     }

@@ -5,7 +5,7 @@
 //! serves a thread whose heap is already torn down (a destructor that allocates after ours).
 
 use core::ptr;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
 use super::slow::{alloc_from, process_delayed, publish_outboxes};
@@ -234,11 +234,18 @@ fn thread_key() -> Key {
     }
     // Before a key's destructor points into this image, the image is kept loaded: a `dlclose`
     // of a library that holds the runtime must not unmap it (this may allocate, which comes
-    // back here and finds the work in progress).
-    match os::pin_image() {
-        Ok(true) => {}
-        Ok(false) => return Key::NotYet,
-        Err(()) => return Key::None,
+    // back here and finds the work in progress). Not before this image's constructor has
+    // started: until then nothing can unload it (it is still being loaded), the constructor
+    // keeps it loaded, and asking the loader now would run the constructor from inside this
+    // allocation (`dlopen` runs an object's pending constructors), which may be made by
+    // `pthread_atfork` under the C library's lock of its handlers, which the constructor's own
+    // `pthread_atfork` would then wait for.
+    if LOADED.load(Ordering::Acquire) {
+        match os::pin_image() {
+            Ok(true) => {}
+            Ok(false) => return Key::NotYet,
+            Err(()) => return Key::None,
+        }
     }
     let _g = KEY_LOCK.lock();
     let k = KEY.load(Ordering::Acquire);
@@ -265,17 +272,27 @@ fn thread_key() -> Key {
 /// - makes the thread-exit key, before the program could take every key the system has (a
 ///   thread that finds none is served by the fallback heap, slower).
 extern "C" fn on_load() {
+    LOADED.store(true, Ordering::Release);
     if os::at_fork(fork_prepare, fork_parent, fork_child).is_err() {
         os::write_stderr(
             b"specalloc: could not register its fork handlers (out of memory); a child forked \
               while other threads allocate may hang\n",
         );
     }
-    // A failure is remembered: no key is made, and no purge thread started, without it.
-    let _ = os::pin_image();
+    // A failure is remembered: no key is made, and no purge thread started, without it. A key
+    // made before this ran (by an allocation of a library initialised earlier) stays.
+    if os::pin_image().is_err() && KEY.load(Ordering::Acquire) != 0 {
+        os::write_stderr(
+            b"specalloc: could not keep its library loaded; unloading it while threads that \
+              allocated run may crash\n",
+        );
+    }
     // None left already: threads are served by the fallback heap (and try again).
     let _ = thread_key();
 }
+
+/// Set when [`on_load`] starts (see [`thread_key`]).
+static LOADED: AtomicBool = AtomicBool::new(false);
 
 /// Runs [`on_load`] before `main` (and, in a shared library, when it is loaded).
 #[used]
