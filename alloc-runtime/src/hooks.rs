@@ -74,3 +74,8 @@ pub(crate) fn in_fork_prepare() {
         PARKED_IN_FORK_PREPARE.store(false, Ordering::Release);
     }
 }
+
+/// `madvise` calls (`MADV_FREE`, `MADV_DONTNEED`) the kernel refused so far.
+pub fn failed_advice() -> usize {
+    crate::os::FAILED_ADVICE.load(core::sync::atomic::Ordering::Relaxed)
+}

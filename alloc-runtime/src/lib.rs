@@ -128,15 +128,7 @@ mod stats;
 #[doc(hidden)]
 pub mod test_hooks {
     pub use crate::heap::hold_lock;
-    pub use crate::hooks::{
-        Lock, ALL_LOCKS, HELD_AT_GATE, PARKED_IN_DELIVERY, PARKED_IN_FORK_PREPARE, PARK_FOR,
-        PARK_IN_DELIVERY, PARK_IN_FORK_PREPARE, RESUME_FORK,
-    };
-
-    /// `madvise` calls (`MADV_FREE`, `MADV_DONTNEED`) the kernel refused so far.
-    pub fn failed_advice() -> usize {
-        crate::os::FAILED_ADVICE.load(core::sync::atomic::Ordering::Relaxed)
-    }
+    pub use crate::hooks::*;
 }
 
 use core::alloc::{GlobalAlloc, Layout};
