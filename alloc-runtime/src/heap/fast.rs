@@ -34,11 +34,11 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
     size: usize,
     slow: Slow,
 ) -> *mut u8 {
+    // Plain casts, comparisons and `raw`'s accessors: in a build without optimisation every
+    // method call would be a real call (see `crate::raw`).
     // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and we
     // write only after finding a block, which the sentinel never has. The current span is owned
     // by this heap (or is the sentinel), so its free list is ours to pop.
-    // Plain casts, comparisons and `raw`'s accessors: in a build without optimisation every
-    // method call would be a real call (see `crate::raw`).
     unsafe {
         let cc = raw::at(&raw::as_ref(heap).classes, class);
         let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);

@@ -156,10 +156,10 @@ unsafe fn clear_pages(p: *mut u8, size: usize) {
             let at = base + i * OS_PAGE;
             let end = (base + j * OS_PAGE).min(p as usize + size);
             // (Not dropped while the kernel refuses to drop locked pages: stores then.)
-            // SAFETY: `[at, end)` is inside the caller's range (its pages inside the run),
-            // ours and unused.
             let dropped = !resident(i)
                 && !os::pages_locked()
+                // SAFETY: `[at, end)` is inside the caller's range (its pages inside the run),
+                // ours and unused.
                 && unsafe { os::decommit(at as *mut u8, (j - i) * OS_PAGE) };
             if !dropped {
                 // SAFETY: as above; `at` is page-aligned.
