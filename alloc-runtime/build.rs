@@ -5,6 +5,9 @@
 //!   methods of `SpecAlloc` are then `#[inline(never)]`, compiled in this crate at its
 //!   opt-level rather than in the user's crate at opt-level 0. Release-based profiles keep them
 //!   `#[inline]`.
+//! - Sets `cfg(specalloc_asm_fast)` in those builds on x86_64 Linux, but with the `checked` or
+//!   `local-dynamic-tls` feature: `GlobalAlloc::alloc` and `dealloc` then take the fast paths
+//!   written in assembly first (`src/generic/asm.rs`).
 //! - Sets `cfg(specalloc_cold_path)` when rustc is 1.95 or later, which has
 //!   `core::hint::cold_path` (the fast paths mark their misses with it).
 //! - On ELF and Mach-O targets, compiles `csrc/install_mark.c`, the weak default (0) of the
@@ -22,8 +25,16 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=csrc/install_mark.c");
     println!("cargo::rerun-if-env-changed=SPECALLOC_RUN_TIME_MARK");
+    println!("cargo::rustc-check-cfg=cfg(specalloc_asm_fast)");
     if std::env::var("PROFILE").as_deref() == Ok("debug") {
         println!("cargo::rustc-cfg=specalloc_out_of_line");
+        let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+        let feature = |f: &str| std::env::var_os(format!("CARGO_FEATURE_{f}")).is_some();
+        if arch == "x86_64" && os == "linux" && !feature("CHECKED") && !feature("LOCAL_DYNAMIC_TLS")
+        {
+            println!("cargo::rustc-cfg=specalloc_asm_fast");
+        }
     }
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let weak_symbols = matches!(

@@ -101,6 +101,7 @@ pub mod cabi;
 #[cfg(feature = "checked")]
 mod checked;
 mod chunk;
+mod generic;
 mod heap;
 #[cfg(feature = "test-hooks")]
 mod hooks;
@@ -134,9 +135,12 @@ pub mod test_hooks {
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
 
+#[cfg(feature = "checked")]
+use generic::check_free;
+use generic::{alloc_generic, alloc_other, dealloc_generic};
 use size_class::{
     class_of_key, class_of_small16, class_size, is_tiny, route, route_key, Route, KEY_SMALL_MAX,
-    MAX_SMALL_SIZE, PAGE_SIZE, TINY_MAX,
+    MAX_SMALL_SIZE, TINY_MAX,
 };
 pub use snapshot::{stats, ClassStats, Stats};
 
@@ -162,18 +166,34 @@ pub struct SpecAlloc;
 //
 // In `dev`-based builds (`cfg(specalloc_out_of_line)`, build.rs) the methods are compiled here,
 // at this crate's opt-level (see "Debug builds" in the crate docs); release builds inline them.
+// Where `alloc` and `dealloc` start with the fast paths in assembly (`cfg(specalloc_asm_fast)`,
+// `generic/asm.rs`), they are three calls, inlined into the allocator shims at every level.
 unsafe impl GlobalAlloc for SpecAlloc {
-    #[cfg_attr(specalloc_out_of_line, inline(never))]
+    #[cfg_attr(all(specalloc_out_of_line, not(specalloc_asm_fast)), inline(never))]
+    #[cfg_attr(specalloc_asm_fast, inline(always))]
     #[cfg_attr(not(specalloc_out_of_line), inline)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the size and alignment of a `Layout`.
+        #[cfg(specalloc_asm_fast)]
+        return unsafe { generic::asm::alloc(layout.size(), layout.align()) };
+        #[cfg(not(specalloc_asm_fast))]
         alloc_generic::<false>(layout) // `alloc`'s body: one call fewer at opt-level 0
     }
 
-    #[cfg_attr(specalloc_out_of_line, inline(never))]
+    #[cfg_attr(all(specalloc_out_of_line, not(specalloc_asm_fast)), inline(never))]
+    #[cfg_attr(specalloc_asm_fast, inline(always))]
     #[cfg_attr(not(specalloc_out_of_line), inline)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded from the caller.
-        unsafe { dealloc_generic(ptr, layout) }
+        #[cfg(specalloc_asm_fast)]
+        unsafe {
+            generic::asm::dealloc(ptr, layout.size(), layout.align())
+        }
+        // SAFETY: forwarded from the caller.
+        #[cfg(not(specalloc_asm_fast))]
+        unsafe {
+            dealloc_generic(ptr, layout)
+        }
     }
 
     #[cfg_attr(specalloc_out_of_line, inline(never))]
@@ -224,23 +244,6 @@ pub fn alloc_zeroed(layout: Layout) -> *mut u8 {
     alloc_generic::<true>(layout)
 }
 
-/// The generic path: the tiny class, then a size class from the run-time table, then large.
-#[inline(always)]
-fn alloc_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
-    let (size, align) = (layout.size(), layout.align());
-    let key = route_key(size, align);
-    if key < TINY_MAX {
-        return heap::alloc_tiny::<ZEROED>();
-    }
-    if key < KEY_SMALL_MAX {
-        return heap::alloc_small::<ZEROED>(class_of_key(key), size);
-    }
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        return heap::alloc_small::<ZEROED>(class_of_small16(size, align), size);
-    }
-    alloc_other(size, align, ZEROED)
-}
-
 /// The generic path fully inlined: like [`alloc`], but the size-class lookup uses `const`
 /// tables, so at a call site with a constant layout the compiler folds the lookup and the
 /// tiny/small/large dispatch away and inlines the allocation fast path. Faster than the
@@ -288,17 +291,6 @@ fn alloc_inline_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
     alloc_other(size, align, ZEROED)
 }
 
-#[cold]
-#[inline(never)]
-fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
-    match route(size, align) {
-        Route::Small(class) if zero => heap::alloc_small::<true>(class, size),
-        Route::Small(class) => heap::alloc_small::<false>(class, size),
-        _ => large::alloc_large(size, align, zero),
-    }
-}
-
-/// Frees a block.
 ///
 /// # Safety
 /// `ptr` must have been returned by this allocator for `layout` (or resized to it by
@@ -307,29 +299,6 @@ fn alloc_other(size: usize, align: usize, zero: bool) -> *mut u8 {
 pub unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
     // SAFETY: forwarded from the caller.
     unsafe { dealloc_generic(ptr, layout) }
-}
-
-/// [`dealloc`]'s body, inlined into it and into `SpecAlloc::dealloc`.
-///
-/// # Safety
-/// As for [`dealloc`].
-#[inline(always)]
-unsafe fn dealloc_generic(ptr: *mut u8, layout: Layout) {
-    let (size, align) = (layout.size(), layout.align());
-    #[cfg(feature = "checked")]
-    check_free(ptr, size, align, false);
-    let key = route_key(size, align);
-    if key < TINY_MAX {
-        // SAFETY: a tiny layout means `ptr` is a tiny block.
-        return unsafe { heap::free_tiny(ptr) };
-    }
-    if key < KEY_SMALL_MAX || (size <= MAX_SMALL_SIZE && align <= PAGE_SIZE) {
-        // SAFETY: a small layout means `ptr` is a small block (the first test is the common
-        // case of the second: at most 1 KiB at an alignment of at most 1 KiB).
-        return unsafe { heap::free_small(ptr) };
-    }
-    // SAFETY: a non-small layout means `ptr` is a large object of that layout.
-    unsafe { large::free_large(ptr, size, align) }
 }
 
 /// Resizes a block, in place when the new size stays on the same route (the tiny class, the
@@ -551,34 +520,6 @@ pub fn collect() -> Collected {
         abandoned_spans,
         free_pages,
         huge_cache,
-    }
-}
-
-/// Checked mode: validates a free (or, with `keep`, a block about to be resized) and aborts on
-/// misuse.
-#[cfg(feature = "checked")]
-fn check_free(ptr: *mut u8, size: usize, align: usize, keep: bool) {
-    use checked::Kind;
-    let kind = if let Route::Tiny = route(size, align) {
-        Kind::Tiny
-    } else if let Route::Small(class) = route(size, align) {
-        Kind::Small(class)
-    } else if large::is_medium(size, align) {
-        Kind::Medium(large::medium_pages(size))
-    } else {
-        checked::check_huge(
-            ptr,
-            size,
-            align,
-            || large::huge_is_live(ptr),
-            || large::huge_layout(ptr),
-        );
-        return;
-    };
-    if keep {
-        checked::check_live(ptr, size, align, kind);
-    } else {
-        checked::on_free(ptr, size, align, kind);
     }
 }
 

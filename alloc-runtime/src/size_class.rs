@@ -134,7 +134,7 @@ const MAX_SMALL_SIZE_DIV8_LEN: usize = SMALL_SIZE_MAX / 8 + 1;
 const CLASS128_LEN: usize = (MAX_SMALL_SIZE - SMALL_SIZE_MAX) / 128 + 1;
 
 /// Size → class for sizes up to 1024, in steps of 8 (Go's `size_to_class8`).
-static SIZE_TO_CLASS8: [u8; MAX_SMALL_SIZE_DIV8_LEN] = build_class8();
+pub(crate) static SIZE_TO_CLASS8: [u8; MAX_SMALL_SIZE_DIV8_LEN] = build_class8();
 /// Size → class for sizes from 1024 to 32 KiB, in steps of 128 (Go's `size_to_class128`).
 static SIZE_TO_CLASS128: [u8; CLASS128_LEN] = build_class128();
 const CONST_CLASS8: [u8; MAX_SMALL_SIZE_DIV8_LEN] = build_class8();

@@ -31,6 +31,10 @@ pub(crate) use crate::size_class::CHUNK_SIZE;
 pub(crate) const PAGES_PER_CHUNK: usize = CHUNK_SIZE / PAGE_SIZE;
 const WORDS: usize = PAGES_PER_CHUNK / 64;
 
+/// Where a chunk header's page map starts (the `generic/asm.rs` free path reads it).
+#[cfg(specalloc_asm_fast)]
+pub(crate) const PAGE_SPAN_AT: usize = core::mem::offset_of!(Chunk, page_span);
+
 /// A chunk header. Lives at the start of its chunk; all-zero bytes are a valid empty header.
 #[repr(C)]
 pub(crate) struct Chunk {

@@ -70,7 +70,11 @@ pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 pub(crate) use miss::alloc_slow;
+#[cfg(specalloc_asm_fast)]
+pub(crate) use slow::span_emptied;
 pub(crate) use slow::trim_thread;
+#[cfg(specalloc_asm_fast)]
+pub(crate) use tls::tls_block_symbol;
 
 /// Per-class state of a heap, laid out so the fast path touches one cache line.
 #[repr(C)]

@@ -234,7 +234,7 @@ pub(super) fn process_delayed(h: &Heap, exiting: bool) {
 /// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
 #[cold]
 #[inline(never)]
-pub(super) extern "C" fn span_emptied(h: &Heap, s: &Span) {
+pub(crate) extern "C" fn span_emptied(h: &Heap, s: &Span) {
     let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
     if s.tag() == ListTag::Partial && h.empty_kept.get() + bytes <= EMPTY_KEEP {
         // Keep it on the partial list for the next refill of its class: a program that frees

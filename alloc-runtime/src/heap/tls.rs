@@ -44,6 +44,25 @@ pub(super) struct ThreadLocals {
     pub(super) exited: Cell<bool>,
 }
 
+/// The symbol of the thread-local block (the assembly `imp` below), with this crate's version
+/// in it: two copies of the runtime of different versions in one image each keep their own
+/// block (one symbol for both would not link, and a weak one would make them share it).
+#[allow(unused_macros)]
+macro_rules! tls_block_symbol {
+    () => {
+        concat!(
+            "__specalloc_thread_locals_",
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            "_",
+            env!("CARGO_PKG_VERSION_MINOR"),
+            "_",
+            env!("CARGO_PKG_VERSION_PATCH")
+        )
+    };
+}
+#[cfg(specalloc_asm_fast)]
+pub(crate) use tls_block_symbol;
+
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64"),
@@ -62,33 +81,17 @@ mod imp {
         assert!(core::mem::align_of::<ThreadLocals>() == 8);
     };
 
-    /// The block's symbol, with this crate's version in it: two copies of the runtime of
-    /// different versions in one image each keep their own block (one symbol for both would
-    /// not link, and a weak one would make them share it).
-    macro_rules! symbol {
-        () => {
-            concat!(
-                "__specalloc_thread_locals_",
-                env!("CARGO_PKG_VERSION_MAJOR"),
-                "_",
-                env!("CARGO_PKG_VERSION_MINOR"),
-                "_",
-                env!("CARGO_PKG_VERSION_PATCH")
-            )
-        };
-    }
-
     // The block's initial image: both heaps the sentinel, not exited. Hidden, so that each
     // linked image (an executable, a shared library with its own copy of the runtime) has its
     // own, and no other image can interpose it.
     core::arch::global_asm!(
-        concat!(".pushsection .tdata.", symbol!(), ",\"awT\",@progbits"),
+        concat!(".pushsection .tdata.", tls_block_symbol!(), ",\"awT\",@progbits"),
         ".p2align 3",
-        concat!(".globl ", symbol!()),
-        concat!(".hidden ", symbol!()),
-        concat!(".type ", symbol!(), ",@object"),
-        concat!(".size ", symbol!(), ",24"),
-        concat!(symbol!(), ":"),
+        concat!(".globl ", tls_block_symbol!()),
+        concat!(".hidden ", tls_block_symbol!()),
+        concat!(".type ", tls_block_symbol!(), ",@object"),
+        concat!(".size ", tls_block_symbol!(), ",24"),
+        concat!(tls_block_symbol!(), ":"),
         ".quad {empty}",
         ".quad {empty}",
         ".quad 0",
@@ -110,15 +113,15 @@ mod imp {
             #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
                 "mov {p}, qword ptr fs:[0]",
-                concat!("add {p}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                concat!("add {p}, qword ptr [rip + ", tls_block_symbol!(), "@GOTTPOFF]"),
                 p = out(reg) p,
                 options(pure, readonly, nostack),
             );
             #[cfg(target_arch = "aarch64")]
             core::arch::asm!(
                 "mrs {p}, tpidr_el0",
-                concat!("adrp {o}, :gottprel:", symbol!()),
-                concat!("ldr {o}, [{o}, #:gottprel_lo12:", symbol!(), "]"),
+                concat!("adrp {o}, :gottprel:", tls_block_symbol!()),
+                concat!("ldr {o}, [{o}, #:gottprel_lo12:", tls_block_symbol!(), "]"),
                 "add {p}, {p}, {o}",
                 p = out(reg) p,
                 o = out(reg) _,
@@ -144,7 +147,7 @@ mod imp {
         unsafe {
             #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
-                concat!("mov {h}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                concat!("mov {h}, qword ptr [rip + ", tls_block_symbol!(), "@GOTTPOFF]"),
                 "mov {h}, qword ptr fs:[{h}]",
                 h = out(reg) h,
                 options(readonly, nostack, preserves_flags),
@@ -152,8 +155,8 @@ mod imp {
             #[cfg(target_arch = "aarch64")]
             core::arch::asm!(
                 "mrs {t}, tpidr_el0",
-                concat!("adrp {h}, :gottprel:", symbol!()),
-                concat!("ldr {h}, [{h}, #:gottprel_lo12:", symbol!(), "]"),
+                concat!("adrp {h}, :gottprel:", tls_block_symbol!()),
+                concat!("ldr {h}, [{h}, #:gottprel_lo12:", tls_block_symbol!(), "]"),
                 "ldr {h}, [{t}, {h}]",
                 h = out(reg) h,
                 t = out(reg) _,
