@@ -81,6 +81,25 @@ pub(crate) unsafe fn take_with<const ZEROED: bool>(
     size: usize,
     slow: fn(usize, usize, bool) -> *mut u8,
 ) -> *mut u8 {
+    // In a `dev`-based build, the pop in assembly (`fast_asm.rs`), which stays a few
+    // instructions without optimisation.
+    #[cfg(specalloc_asm_fast)]
+    if !ZEROED {
+        // SAFETY: `class` is a class of 8 bytes or more when not `tiny` (our caller's plan),
+        // so its cache is inside the heap; the block goes to `Box`/`Vec` (our caller's
+        // contract), which free it through this allocator.
+        let p = unsafe {
+            if tiny {
+                super::fast_asm::take_tiny()
+            } else {
+                super::fast_asm::take_wide(class * core::mem::size_of::<super::ClassCache>())
+            }
+        };
+        if p as usize != 0 {
+            return p;
+        }
+        return slow(class, size, ZEROED);
+    }
     // SAFETY: the current heap is this thread's heap or the sentinel, whose spans have no free
     // block (the miss then calls `slow`).
     unsafe {

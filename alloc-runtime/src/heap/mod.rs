@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | `gate.rs` | the size-specialised routines' own view of the heap |
 //! | `fast.rs` | the fast paths: pop from the current span, push to an owned span |
+//! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
 //! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
@@ -53,6 +54,8 @@ use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
 mod central;
 mod fast;
+#[cfg(specalloc_asm_fast)]
+mod fast_asm;
 mod gate;
 mod lifecycle;
 mod list;
