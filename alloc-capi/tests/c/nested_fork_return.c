@@ -3,7 +3,8 @@
  * the rest of the outer fork's handlers: with the background purge on
  * (SPECALLOC_BACKGROUND_PURGE_MS), every process has one purge thread, as many threads as
  * the parent has. Prints "nested fork return ok" when the child and the nested child each
- * count the parent's number of threads and allocate. */
+ * count the parent's number of threads and allocate. With `NESTED_RETURN_THREAD` set, the
+ * nested child starts a thread in the handler first (nested_fork_return_lib.c). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
