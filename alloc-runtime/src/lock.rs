@@ -195,7 +195,8 @@ pub(crate) fn this_thread() -> usize {
 
 /// Whether this thread is forking and holds every lock (see the module docs).
 pub(crate) fn is_forking_thread() -> bool {
-    FORKS.is_forker(this_thread())
+    // `pthread_self` only while a fork is in progress.
+    FORKS.forker.load(Ordering::Acquire) != 0 && FORKS.is_forker(this_thread())
 }
 
 /// Free.

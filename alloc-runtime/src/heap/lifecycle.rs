@@ -385,8 +385,9 @@ extern "C" fn fork_parent() {
             release_fork_locks();
             remote::fork_parent();
         }
-        // The child of a fork made inside this one's handlers, returning through them: new
-        // since its own child handler, which left the purge thread to start here.
+        // This process is the child of a fork made inside this one's handlers, returning
+        // through them: its child handler released the locks, and left the purge thread to
+        // start once no fork is in progress here.
         ForkEnd::Released => {
             if !FORKS.pending(me) {
                 crate::purge::fork_child();
@@ -400,8 +401,10 @@ extern "C" fn fork_parent() {
 /// one already (see [`ForkEnd::Released`]).
 static NEW_PROCESS: AtomicI32 = AtomicI32::new(0);
 
-/// `fork` child handler: this process is new, its only thread the one that forked (see
-/// [`ForkEnd`] for each case). The purge thread starts once no fork is in progress on it.
+/// `fork` child handler (see [`ForkEnd`] for each case): the first in a process makes it a new
+/// one, whose only thread is the one that forked (the child of a fork made inside another's
+/// handlers runs it again if it returns through the outer fork's). The purge thread starts
+/// once no fork is in progress on that thread.
 extern "C" fn fork_child() {
     let me = this_thread();
     let release = FORKS.child_end(me) == ForkEnd::Release;
