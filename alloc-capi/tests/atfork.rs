@@ -114,36 +114,15 @@ fn a_nested_fork_child_may_start_threads() {
     }
 }
 
-/// A fork whose child handler, registered before the allocator's, forks again, and the nested
-/// child returns from the handler through the rest of the outer fork's handlers
-/// (`tests/c/nested_fork_return.c`): with the background purge on, each process has one purge
-/// thread (the allocator's child handler runs twice in the nested child: for the nested fork
-/// and for the outer one).
+/// A fork whose handler, registered before the allocator's, forks again, and the nested child
+/// returns from the handler through the rest of the outer fork's handlers
+/// (`tests/c/nested_fork_return.c`; from a prepare handler, the nested child makes the outer
+/// fork itself), for a prepare, a parent and a child handler: with the background purge on,
+/// each process has one purge thread (in a nested child, the allocator's child handler runs for
+/// the nested fork and then its parent or child handler for the outer one), and allocates.
 #[test]
 fn a_nested_fork_child_has_one_purge_thread() {
-    let dir = common::scratch("nested-fork-return");
-    let Some(lib) = common::compile(
-        "cc",
-        "nested_fork_return_lib.c",
-        &dir,
-        &["-shared", "-fPIC"],
-    ) else {
-        return;
-    };
-    let lib = lib.display().to_string();
-    let Some(exe) = common::compile("cc", "nested_fork_return.c", &dir, &[&lib]) else {
-        return;
-    };
-    let glibc = Command::new(&exe).output().expect("run nested_fork_return");
-    common::assert_ok("nested fork return on glibc", &glibc);
-    let mut cmd = Command::new(&exe);
-    cmd.env("SPECALLOC_BACKGROUND_PURGE_MS", "10");
-    let ours = common::preloaded(cmd);
-    common::assert_ok("nested fork return under specalloc", &ours);
-    assert_eq!(
-        String::from_utf8_lossy(&ours.stdout),
-        "nested fork return ok\n"
-    );
+    nested_fork_return("nested-fork-return", &[], &[Some("10")]);
 }
 
 /// As [`a_nested_fork_child_has_one_purge_thread`], and the nested child starts a thread in the
@@ -153,7 +132,17 @@ fn a_nested_fork_child_has_one_purge_thread() {
 /// the nested fork's left it (one purge thread with the purge on, allocating), as on glibc.
 #[test]
 fn a_nested_fork_child_may_start_threads_and_return() {
-    let dir = common::scratch("nested-fork-return-thread");
+    nested_fork_return(
+        "nested-fork-return-thread",
+        &[("NESTED_RETURN_THREAD", "1")],
+        &[None, Some("10")],
+    );
+}
+
+/// Runs `tests/c/nested_fork_return.c` with `env`, in each handler kind and with each purge
+/// interval (`None`: off), on glibc and under specalloc.
+fn nested_fork_return(scratch: &str, env: &[(&str, &str)], purges: &[Option<&str>]) {
+    let dir = common::scratch(scratch);
     let Some(lib) = common::compile(
         "cc",
         "nested_fork_return_lib.c",
@@ -166,20 +155,23 @@ fn a_nested_fork_child_may_start_threads_and_return() {
     let Some(exe) = common::compile("cc", "nested_fork_return.c", &dir, &[&lib]) else {
         return;
     };
-    for purge in [None, Some("10")] {
-        let what = format!("nested fork return, a thread in the nested child, purge {purge:?}");
-        let mut cmd = Command::new(&exe);
-        cmd.env("NESTED_RETURN_THREAD", "1");
-        let glibc = cmd.output().expect("run nested_fork_return");
-        common::assert_ok(&format!("{what} on glibc"), &glibc);
-        if let Some(ms) = purge {
-            cmd.env("SPECALLOC_BACKGROUND_PURGE_MS", ms);
+    for mode in ["prepare", "parent", "child"] {
+        for purge in purges {
+            let what = format!("nested fork return {mode} {env:?}, purge {purge:?}");
+            let mut cmd = Command::new(&exe);
+            cmd.env("NESTED_RETURN_MODE", mode)
+                .envs(env.iter().copied());
+            let glibc = cmd.output().expect("run nested_fork_return");
+            common::assert_ok(&format!("{what} on glibc"), &glibc);
+            if let Some(ms) = purge {
+                cmd.env("SPECALLOC_BACKGROUND_PURGE_MS", ms);
+            }
+            let ours = common::preloaded(cmd);
+            common::assert_ok(&format!("{what} under specalloc"), &ours);
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                "nested fork return ok\n"
+            );
         }
-        let ours = common::preloaded(cmd);
-        common::assert_ok(&format!("{what} under specalloc"), &ours);
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stdout),
-            "nested fork return ok\n"
-        );
     }
 }
