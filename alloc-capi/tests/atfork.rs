@@ -82,11 +82,9 @@ fn a_fork_handler_may_fork() {
 }
 
 /// As [`a_fork_handler_may_fork`], and the nested child starts a thread that allocates (and
-/// waits for it), as it can on glibc.
+/// waits for it), as it can on glibc: in a prepare, a parent and a child handler, with and
+/// without a second thread allocating in the parent.
 #[test]
-#[ignore = "known defect: the child of a fork made by a fork handler registered before the \
-            allocator's keeps every allocator lock for the outer fork, passed only by its one \
-            thread; a thread it starts waits for them forever"]
 fn a_nested_fork_child_may_start_threads() {
     let dir = common::scratch("nested-fork-thread");
     let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"]) else {
@@ -97,24 +95,54 @@ fn a_nested_fork_child_may_start_threads() {
         return;
     };
     for mode in ["prepare", "parent", "child"] {
-        let what = format!("nested fork {mode}, a thread in the nested child");
-        let mut cmd = Command::new(&exe);
-        cmd.env("NESTED_FORK", mode).env("NESTED_FORK_THREAD", "1");
-        let glibc = cmd.output().expect("run nested_fork");
-        common::assert_ok(&format!("{what} on glibc"), &glibc);
-        let ours = common::preloaded(cmd);
-        common::assert_ok(&format!("{what} under specalloc"), &ours);
+        for thread in [&[][..], &["thread"][..]] {
+            let what = format!("nested fork {mode} {thread:?}, a thread in the nested child");
+            let mut cmd = Command::new(&exe);
+            cmd.args(thread)
+                .env("NESTED_FORK", mode)
+                .env("NESTED_FORK_THREAD", "1");
+            let glibc = cmd.output().expect("run nested_fork");
+            common::assert_ok(&format!("{what} on glibc"), &glibc);
+            let ours = common::preloaded(cmd);
+            common::assert_ok(&format!("{what} under specalloc"), &ours);
+            let suffix = if thread.is_empty() { "" } else { " thread" };
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                format!("nested fork ok {mode}{suffix}\n")
+            );
+        }
     }
 }
 
-/// A fork whose child handler, registered before the allocator's, forks again, and the nested
-/// child returns from the handler through the rest of the outer fork's handlers
-/// (`tests/c/nested_fork_return.c`): with the background purge on, each process has one purge
-/// thread (the allocator's child handler runs twice in the nested child: for the nested fork
-/// and for the outer one).
+/// A fork whose handler, registered before the allocator's, forks again, and the nested child
+/// returns from the handler through the rest of the outer fork's handlers
+/// (`tests/c/nested_fork_return.c`; from a prepare handler, the nested child makes the outer
+/// fork itself), for a prepare, a parent and a child handler: with the background purge on,
+/// each process has one purge thread (in a nested child, the allocator's child handler runs for
+/// the nested fork and then its parent or child handler for the outer one), and allocates.
 #[test]
 fn a_nested_fork_child_has_one_purge_thread() {
-    let dir = common::scratch("nested-fork-return");
+    nested_fork_return("nested-fork-return", &[], &[Some("10")]);
+}
+
+/// As [`a_nested_fork_child_has_one_purge_thread`], and the nested child starts a thread in the
+/// handler that forked it, which allocates and frees (a block of the forking thread's among
+/// them), before it returns through the rest of the outer fork's handlers: the thread does not
+/// wait for the outer fork's locks, and the outer fork's handlers leave the nested child as
+/// the nested fork's left it (one purge thread with the purge on, allocating), as on glibc.
+#[test]
+fn a_nested_fork_child_may_start_threads_and_return() {
+    nested_fork_return(
+        "nested-fork-return-thread",
+        &[("NESTED_RETURN_THREAD", "1")],
+        &[None, Some("10")],
+    );
+}
+
+/// Runs `tests/c/nested_fork_return.c` with `env`, in each handler kind and with each purge
+/// interval (`None`: off), on glibc and under specalloc.
+fn nested_fork_return(scratch: &str, env: &[(&str, &str)], purges: &[Option<&str>]) {
+    let dir = common::scratch(scratch);
     let Some(lib) = common::compile(
         "cc",
         "nested_fork_return_lib.c",
@@ -127,14 +155,23 @@ fn a_nested_fork_child_has_one_purge_thread() {
     let Some(exe) = common::compile("cc", "nested_fork_return.c", &dir, &[&lib]) else {
         return;
     };
-    let glibc = Command::new(&exe).output().expect("run nested_fork_return");
-    common::assert_ok("nested fork return on glibc", &glibc);
-    let mut cmd = Command::new(&exe);
-    cmd.env("SPECALLOC_BACKGROUND_PURGE_MS", "10");
-    let ours = common::preloaded(cmd);
-    common::assert_ok("nested fork return under specalloc", &ours);
-    assert_eq!(
-        String::from_utf8_lossy(&ours.stdout),
-        "nested fork return ok\n"
-    );
+    for mode in ["prepare", "parent", "child"] {
+        for purge in purges {
+            let what = format!("nested fork return {mode} {env:?}, purge {purge:?}");
+            let mut cmd = Command::new(&exe);
+            cmd.env("NESTED_RETURN_MODE", mode)
+                .envs(env.iter().copied());
+            let glibc = cmd.output().expect("run nested_fork_return");
+            common::assert_ok(&format!("{what} on glibc"), &glibc);
+            if let Some(ms) = purge {
+                cmd.env("SPECALLOC_BACKGROUND_PURGE_MS", ms);
+            }
+            let ours = common::preloaded(cmd);
+            common::assert_ok(&format!("{what} under specalloc"), &ours);
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout),
+                "nested fork return ok\n"
+            );
+        }
+    }
 }

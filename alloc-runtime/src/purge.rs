@@ -175,9 +175,10 @@ extern "C" fn from_env() {
 #[unsafe(link_section = ".init_array")]
 static FROM_ENV: extern "C" fn() = from_env;
 
-/// `fork` child handler: the thread did not survive the fork; the child gets its own. Once:
-/// in the child of a fork made by another `fork` handler, this runs for that fork and again
-/// for the outer one, which must not start a second thread.
+/// `fork` handlers, in a child once no fork is in progress on its thread (see
+/// [`Forks`](crate::lock::Forks)): the thread did not survive the fork; the child gets its
+/// own. Once per process: the child of a fork made by another `fork` handler may return through
+/// the outer fork's handlers, which must not start a second thread.
 pub(crate) fn fork_child() {
     if STARTED_IN.load(Ordering::Acquire) == os::process_id() {
         return;

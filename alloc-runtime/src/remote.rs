@@ -69,8 +69,9 @@ pub(crate) fn fork_parent() {
 
 /// `fork` child handler: the child's only thread is the one that forked, which delivers
 /// nothing; the counts of the other threads (a delivery they were making, a fork they were
-/// preparing) are void. `outer` is whether this thread is still inside the handlers of an
-/// outer fork (this fork was made by a `fork` handler): that fork still holds deliveries back.
-pub(crate) fn fork_child(outer: bool) {
-    DELIVERIES.store(if outer { FORK } else { 0 }, Ordering::Release);
+/// preparing) are void. So are this thread's forks: in the child of a fork made inside
+/// another's handlers, the outer forks no longer hold deliveries back there (see
+/// [`Forks`](crate::lock::Forks)).
+pub(crate) fn fork_child() {
+    DELIVERIES.store(0, Ordering::Release);
 }

@@ -1,9 +1,12 @@
-/* A fork whose child handler (tests/c/nested_fork_return_lib.c, registered before the
- * allocator's handlers) forks again, and the nested child returns from the handler, through
- * the rest of the outer fork's handlers: with the background purge on
- * (SPECALLOC_BACKGROUND_PURGE_MS), every process has one purge thread, as many threads as
- * the parent has. Prints "nested fork return ok" when the child and the nested child each
- * count the parent's number of threads and allocate. */
+/* A fork whose handler (tests/c/nested_fork_return_lib.c, registered before the allocator's
+ * handlers; a prepare, parent or child handler by `NESTED_RETURN_MODE`) forks again, and the
+ * nested child returns from the handler, through the rest of the outer fork's handlers: with
+ * the background purge on (SPECALLOC_BACKGROUND_PURGE_MS), every process has one purge thread,
+ * as many threads as the parent has. Every process that returns from the program's fork (the
+ * parent, the child, the nested child, and from a prepare handler the nested child's own child
+ * through the outer fork) counts its threads, allocates and waits for its children; the parent
+ * prints "nested fork return ok" when all of them did. With `NESTED_RETURN_THREAD` set, the
+ * nested child starts a thread in the handler first. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
@@ -28,44 +31,36 @@ static int threads(void) {
     return n;
 }
 
-/* Waits for `pid`; 1 when it exited 0. */
-static int waited_ok(pid_t pid) {
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(void) {
     alarm(60);
     free(malloc(100));
     /* The purge thread starts before main; let it run. */
     usleep(20000);
     int parent = threads();
+    pid_t original = getpid();
     pid_t pid = fork();
     CHECK(pid >= 0);
-    if (pid == 0) {
-        int nested = nested_return_is_nested_child();
-        /* A forked child's purge thread is started by the fork's child handler. */
-        usleep(20000);
-        int n = threads();
-        char *p = malloc(3000);
-        CHECK(p != NULL);
-        memset(p, 1, 3000);
-        free(p);
-        if (n != parent) {
-            fprintf(stderr, "%s: %d threads, the parent has %d\n",
-                    nested ? "the nested child" : "the child", n, parent);
-            _exit(1);
-        }
-        if (!nested) {
-            /* The child's own child is the nested one (the handler forked in the child). */
-            int ok = 1, status;
-            while (wait(&status) > 0) ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            _exit(ok ? 0 : 1);
-        }
-        _exit(0);
+    /* An alarm is not inherited: each process's own. */
+    alarm(60);
+    const char *who = nested_return_is_nested_child() ? "the nested child (or its child)"
+                      : pid == 0                      ? "the child"
+                                                      : "the parent";
+    /* A forked child's purge thread is started by the fork's handlers. */
+    usleep(20000);
+    int n = threads();
+    char *p = malloc(3000);
+    CHECK(p != NULL);
+    memset(p, 1, 3000);
+    free(p);
+    int ok = 1;
+    if (n != parent) {
+        fprintf(stderr, "%s: %d threads, the parent has %d\n", who, n, parent);
+        ok = 0;
     }
-    CHECK(waited_ok(pid));
+    int status;
+    while (wait(&status) > 0) ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (getpid() != original) _exit(ok ? 0 : 1);
+    CHECK(ok);
     printf("nested fork return ok\n");
     return 0;
 }

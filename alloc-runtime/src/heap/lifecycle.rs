@@ -5,12 +5,12 @@
 //! serves a thread whose heap is already torn down (a destructor that allocates after ours).
 
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
 use super::slow::{alloc_from, process_delayed, publish_outboxes};
 use super::{empty_heap, tls, write_new_heap, Heap};
-use crate::lock::SpinLock;
+use crate::lock::{this_thread, ForkEnd, SpinLock, FORKS};
 use crate::os;
 use crate::remote;
 use crate::span::{empty_span, Span, SPAN_CLASSES};
@@ -57,12 +57,6 @@ pub(crate) unsafe fn next_heap(h: *mut Heap) -> *mut Heap {
 }
 
 const HEAP_ARENA: usize = 256 * 1024;
-
-/// This thread's descriptor, as [`Heap::thread`] records it.
-fn this_thread() -> usize {
-    // SAFETY: pthread_self has no preconditions and does not allocate.
-    unsafe { libc::pthread_self() as usize }
-}
 
 /// A heap for a thread with descriptor `thread` (0: for no thread, the fallback heap): the heap
 /// a dead thread on the same descriptor left behind, else one from the pool, else a new one.
@@ -299,11 +293,6 @@ static LOADED: AtomicBool = AtomicBool::new(false);
 #[unsafe(link_section = ".init_array")]
 static ON_LOAD: extern "C" fn() = on_load;
 
-/// `fork`s in progress on the thread that holds every lock for them: 1 for a fork, one more
-/// for each fork a `fork` handler makes inside it (a handler registered before ours runs with
-/// our locks held). Touched only by that thread.
-static FORK_DEPTH: AtomicUsize = AtomicUsize::new(0);
-
 /// `fork` prepare handler: waits out the deliveries in progress and holds new ones back (see
 /// [`remote::fork_prepare`]), then takes every allocator lock (in the one order the allocator
 /// nests them: key, fallback heap, heap pool, central pools, huge cache, page heap), so that no
@@ -313,11 +302,10 @@ static FORK_DEPTH: AtomicUsize = AtomicUsize::new(0);
 /// and wait state, and how the child gets past it, is in the table of `docs/fork.md`.
 ///
 /// A fork made by a `fork` handler that runs while this thread holds every lock for a fork
-/// (one registered before ours) takes nothing more: it is made with the locks held, and its
-/// parent and child handlers leave them held for the outer fork's.
+/// (one registered before ours) takes nothing more: it is made with the locks held (see
+/// [`Forks`](crate::lock::Forks) for what its parent and child handlers do with them).
 extern "C" fn fork_prepare() {
-    if crate::lock::is_forking_thread() {
-        FORK_DEPTH.fetch_add(1, Ordering::Relaxed);
+    if FORKS.nested(this_thread()) {
         return;
     }
     remote::fork_prepare();
@@ -331,10 +319,9 @@ extern "C" fn fork_prepare() {
     }
     crate::large::fork_lock(true);
     crate::chunk::fork_lock(true);
-    FORK_DEPTH.store(1, Ordering::Relaxed);
     // Handlers registered before ours run their prepare after this one, and their parent and
     // child handlers before ours: they may allocate, and pass the locks (see `lock.rs`).
-    crate::lock::fork_begin();
+    FORKS.begin(this_thread());
 }
 
 /// Takes (`true`) or releases one of this module's locks, or a central pool's (test hooks).
@@ -372,9 +359,8 @@ pub fn hold_lock(
     test_lock(lock, false);
 }
 
-/// Releases the locks [`fork_prepare`] took.
+/// Releases the locks [`fork_prepare`] took (once [`FORKS`] no longer lets this thread pass).
 fn release_fork_locks() {
-    crate::lock::fork_end();
     crate::chunk::fork_lock(false);
     crate::large::fork_lock(false);
     for c in CENTRAL.iter().rev() {
@@ -390,27 +376,50 @@ fn release_fork_locks() {
     }
 }
 
-/// `fork` parent handler (of a fork made inside another's handlers: leaves the locks held).
+/// `fork` parent handler (see [`ForkEnd`] for each case).
 extern "C" fn fork_parent() {
-    if FORK_DEPTH.fetch_sub(1, Ordering::Relaxed) > 1 {
-        return;
+    let me = this_thread();
+    match FORKS.parent_end(me) {
+        ForkEnd::KeepHeld => {}
+        ForkEnd::Release => {
+            release_fork_locks();
+            remote::fork_parent();
+        }
+        // This process is the child of a fork made inside this one's handlers, returning
+        // through them: its child handler released the locks, and left the purge thread to
+        // start once no fork is in progress here.
+        ForkEnd::Released => {
+            if !FORKS.pending(me) {
+                crate::purge::fork_child();
+            }
+        }
     }
-    release_fork_locks();
-    remote::fork_parent();
 }
 
-/// `fork` child handler. In the child of a fork made inside another's handlers, this thread
-/// is still inside those, and keeps every lock for them; the rest is done all the same (the
-/// child's other threads are gone), passing the locks.
+/// The process whose child handler last made it a new process (0: none yet): the child of a
+/// fork made inside another's handlers, returning through the outer fork's child handler, is
+/// one already (see [`ForkEnd::Released`]).
+static NEW_PROCESS: AtomicI32 = AtomicI32::new(0);
+
+/// `fork` child handler (see [`ForkEnd`] for each case): the first in a process makes it a new
+/// one, whose only thread is the one that forked (the child of a fork made inside another's
+/// handlers runs it again if it returns through the outer fork's). The purge thread starts
+/// once no fork is in progress on that thread.
 extern "C" fn fork_child() {
-    let outer = FORK_DEPTH.fetch_sub(1, Ordering::Relaxed) > 1;
-    if !outer {
+    let me = this_thread();
+    let release = FORKS.child_end(me) == ForkEnd::Release;
+    if release {
         release_fork_locks();
     }
-    remote::fork_child(outer);
-    os::pin_fork_child();
-    forget_other_threads();
-    crate::purge::fork_child();
+    if release || NEW_PROCESS.load(Ordering::Relaxed) != os::process_id() {
+        NEW_PROCESS.store(os::process_id(), Ordering::Relaxed);
+        remote::fork_child();
+        os::pin_fork_child();
+        forget_other_threads();
+    }
+    if !FORKS.pending(me) {
+        crate::purge::fork_child();
+    }
 }
 
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.
