@@ -123,18 +123,21 @@ fn depths(bin: &Path) -> Vec<(String, usize)> {
 /// Each path's budget in a debug build, in bytes of stack below the calling frame (std's own
 /// frames included): what it takes now plus 512 bytes, rounded up to a multiple of 512.
 const BUDGETS: &[(&str, usize)] = &[
-    ("first allocation", 6144),
-    ("first specialised allocation", 6144),
-    ("specialised tiny allocation", 6144),
-    ("allocations and refills (20,000 of 16 bytes)", 7680),
-    ("frees (spans emptied)", 3072),
-    ("remote frees", 5120),
-    ("large and huge allocations", 6656),
-    ("reallocations (a Vec growing to 2.4 MB)", 6656),
-    (
-        "C entry points (malloc, calloc, realloc, posix_memalign, aligned_alloc, free)",
-        7680,
-    ),
+    ("first allocation", 5632),
+    ("first specialised allocation", 5632),
+    ("specialised tiny allocation", 5632),
+    ("allocations and refills (20,000 of 16 bytes)", 6656),
+    ("frees (spans emptied)", 2560),
+    ("remote frees", 4608),
+    ("large and huge allocations", 4608),
+    ("reallocations (a Vec growing to 2.4 MB)", 4608),
+    ("C malloc", 5120),
+    ("C calloc", 1536),
+    ("C realloc", 4608),
+    ("C posix_memalign", 1536),
+    ("C aligned_alloc", 3584),
+    ("C malloc_usable_size", 1536),
+    ("C free", 1536),
     ("thread exit", 2560),
 ];
 

@@ -379,57 +379,15 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
             }
             span_block_size(class)
         }
-        Kind::Medium(s) => {
-            let bytes = s.npages.get() as usize * PAGE_SIZE;
-            if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
-                s.large_size.set(size);
-                return p;
-            }
-            // Growing within the page runs: into the free pages right after it, with room for
-            // half as much again when they are free (see below), else just enough.
-            if size > bytes && size <= MEDIUM_MAX {
-                let _errno = KeepErrno::new();
-                let roomy = size.max(bytes + bytes / 2).min(MEDIUM_MAX);
-                if large::grow_medium(s, large::medium_pages(roomy))
-                    || large::grow_medium(s, large::medium_pages(size))
-                {
-                    s.large_size.set(size);
-                    return p;
-                }
-            }
-            bytes
-        }
-        Kind::Huge => {
-            // SAFETY: a live huge object.
-            let body = unsafe { large::huge_usable(p) };
-            // (Also below the huge sizes: a buffer that grew past them with room to spare, and
-            // is asked for a little more, stays; copying it back to a page run just below
-            // would move it at each step.)
-            if size <= body && size > body / 2 {
-                return p;
-            }
-            if size > MEDIUM_MAX {
-                let _errno = KeepErrno::new();
-                // In place, into the free runs behind it, or by moving its pages, not its
-                // bytes (with room to grow, when growing).
-                let roomy = if size > body {
-                    size.max(body.saturating_add(body / 2))
-                } else {
-                    size
-                };
-                for want in [roomy, size] {
-                    if want <= MAX_REQUEST {
-                        // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
-                        // success only the result is used.
-                        if let Some(q) = unsafe { large::resize_huge_aligned(p, want, CHUNK_SIZE) }
-                        {
-                            return q;
-                        }
-                    }
-                }
-            }
-            body
-        }
+        Kind::Medium(s) => match medium_in_place(p, s, size) {
+            Ok(q) => return q,
+            Err(bytes) => bytes,
+        },
+        // SAFETY: a live huge object (the caller's guarantee).
+        Kind::Huge => match unsafe { huge_in_place(p, size) } {
+            Ok(q) => return q,
+            Err(body) => body,
+        },
     };
     let mut q = ptr::null_mut();
     if size > old && size > MAX_SMALL_SIZE {
@@ -454,4 +412,69 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
         free(p);
     }
     q
+}
+
+/// [`realloc`] of a medium object (a page run): `Ok` with the block when it stays in place (or
+/// grows into the free pages after it), else `Err` with its bytes, to be copied. Out of line, so
+/// that its locals are not in `realloc`'s frame when it serves another kind (a debug build keeps
+/// every local of a function in its frame).
+#[inline(never)]
+fn medium_in_place(p: *mut u8, s: &Span, size: usize) -> Result<*mut u8, usize> {
+    let bytes = s.npages.get() as usize * PAGE_SIZE;
+    if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
+        s.large_size.set(size);
+        return Ok(p);
+    }
+    // Growing within the page runs: into the free pages right after it, with room for
+    // half as much again when they are free (as `realloc` gives a moved block), else just
+    // enough.
+    if size > bytes && size <= MEDIUM_MAX {
+        let _errno = KeepErrno::new();
+        let roomy = size.max(bytes + bytes / 2).min(MEDIUM_MAX);
+        if large::grow_medium(s, large::medium_pages(roomy))
+            || large::grow_medium(s, large::medium_pages(size))
+        {
+            s.large_size.set(size);
+            return Ok(p);
+        }
+    }
+    Err(bytes)
+}
+
+/// [`realloc`] of a huge object: `Ok` with the block when it stays, is resized in place or had
+/// its pages moved, else `Err` with its usable bytes, to be copied. Out of line, as
+/// [`medium_in_place`].
+///
+/// # Safety
+/// `p` is a live huge object of this allocator; on `Ok` only the result is used.
+#[inline(never)]
+unsafe fn huge_in_place(p: *mut u8, size: usize) -> Result<*mut u8, usize> {
+    // SAFETY: a live huge object.
+    let body = unsafe { large::huge_usable(p) };
+    // (Also below the huge sizes: a buffer that grew past them with room to spare, and
+    // is asked for a little more, stays; copying it back to a page run just below
+    // would move it at each step.)
+    if size <= body && size > body / 2 {
+        return Ok(p);
+    }
+    if size > MEDIUM_MAX {
+        let _errno = KeepErrno::new();
+        // In place, into the free runs behind it, or by moving its pages, not its
+        // bytes (with room to grow, when growing).
+        let roomy = if size > body {
+            size.max(body.saturating_add(body / 2))
+        } else {
+            size
+        };
+        for want in [roomy, size] {
+            if want <= MAX_REQUEST {
+                // SAFETY: a live huge object from `alloc_aligned`, chunk-aligned; on
+                // success only the result is used.
+                if let Some(q) = unsafe { large::resize_huge_aligned(p, want, CHUNK_SIZE) } {
+                    return Ok(q);
+                }
+            }
+        }
+    }
+    Err(body)
 }

@@ -88,9 +88,16 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
     }
 }
 
+/// In a `dev`-based build on x86_64 Linux (`cfg(specalloc_asm_fast)`) this and the other entry
+/// functions below but `alloc_small_with` are calls of their own: the `GlobalAlloc` methods
+/// and the size-specialised entry points take the fast paths in assembly there, and the paths
+/// still here (their misses, `realloc`, `alloc_zeroed`, the C entry points) would otherwise
+/// hold a copy of the fast path's locals in their frames for each call site, at opt-level 0.
+///
 /// Allocates a block of size class `class` (8 bytes or more) through the generic path; when
 /// `ZEROED`, its first `size` bytes read zero. Null only when the OS refuses memory.
-#[inline(always)]
+#[cfg_attr(not(specalloc_asm_fast), inline(always))]
+#[cfg_attr(specalloc_asm_fast, inline(never))]
 pub(crate) fn alloc_small<const ZEROED: bool>(class: usize, size: usize) -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel.
     unsafe { alloc_wide_in::<ZEROED>(current_heap(), class, size, miss::alloc_slow) }
@@ -111,7 +118,8 @@ pub(crate) fn alloc_small_with<const ZEROED: bool>(
 
 /// Allocates a 4-byte block of the tiny class (objects of 1 to 4 bytes) through the generic
 /// path. Null only when the OS refuses memory.
-#[inline(always)]
+#[cfg_attr(not(specalloc_asm_fast), inline(always))]
+#[cfg_attr(specalloc_asm_fast, inline(never))]
 pub(crate) fn alloc_tiny<const ZEROED: bool>() -> *mut u8 {
     // SAFETY: the current heap is this thread's heap or the sentinel.
     unsafe { alloc_tiny_in::<ZEROED>(current_heap(), miss::alloc_slow) }
@@ -121,7 +129,8 @@ pub(crate) fn alloc_tiny<const ZEROED: bool>() -> *mut u8 {
 ///
 /// # Safety
 /// `p` must be a live block returned by a small-class allocation of this allocator.
-#[inline(always)]
+#[cfg_attr(not(specalloc_asm_fast), inline(always))]
+#[cfg_attr(specalloc_asm_fast, inline(never))]
 pub(crate) unsafe fn free_small(p: *mut u8) {
     // SAFETY: forwarded.
     unsafe { free_in::<false>(p) }
@@ -131,7 +140,8 @@ pub(crate) unsafe fn free_small(p: *mut u8) {
 ///
 /// # Safety
 /// `p` must be a live block returned by a tiny allocation of this allocator.
-#[inline(always)]
+#[cfg_attr(not(specalloc_asm_fast), inline(always))]
+#[cfg_attr(specalloc_asm_fast, inline(never))]
 pub(crate) unsafe fn free_tiny(p: *mut u8) {
     // SAFETY: forwarded.
     unsafe { free_in::<true>(p) }
