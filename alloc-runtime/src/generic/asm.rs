@@ -5,19 +5,20 @@
 //! instructions where glibc's optimised `malloc` and `free` cost about 130. These two functions
 //! are the hits of the Rust fast paths (`heap/fast.rs`, through [`super::alloc_generic`] and
 //! [`super::dealloc_generic`]) written in assembly, so that they are the same machine code at
-//! every optimisation level: the route key, the class from the run-time table, this thread's
-//! heap from its thread-local block, a pop from (or a push onto) the current span's free list
-//! and the statistics counter. Everything else — a large or over-aligned layout, an empty
-//! current span, a free into a span this thread does not own (another thread's, one parked
-//! full, a pooled one), the checked mode — jumps to the Rust path with the same arguments, which
-//! decides again from the start; a free that empties its span calls the Rust path's own
-//! `span_emptied`, as the Rust fast path does.
+//! every optimisation level: the route key and the class from the run-time table, then the
+//! heap's pop (`heap/fast_asm.rs`, which the size-specialised entry points use too), or the span
+//! from the chunk's page map and a push onto its free list with the statistics counter.
+//! Everything else — a large or over-aligned layout, an empty current span, a free into a span
+//! this thread does not own (another thread's, one parked full, a pooled one), the checked mode
+//! — goes to the Rust path with the same arguments, which decides again from the start; a free
+//! that empties its span calls the Rust path's own `span_emptied`, as the Rust fast path does.
 //!
 //! The structure offsets and constants are operands computed from the Rust definitions
 //! (`offset_of!`, `size_of`), so the assembly follows any change of layout; the compile-time
-//! assertions below pin what the instructions assume of the fields' widths. Every test of the
+//! checks below pin what the instructions assume of the fields' widths. Every test of the
 //! runtime and the facade runs in a `dev`-based build, so they all run through these paths; the
-//! release builds of the same tests run the Rust paths.
+//! release builds of the same tests run the Rust paths (`tests/entry_paths.rs` checks both
+//! against the size-class table).
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -25,7 +26,7 @@ use core::mem::{offset_of, size_of};
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 
 use crate::chunk::{PAGES_PER_CHUNK, PAGE_SPAN_AT};
-use crate::heap::{span_emptied, tls_block_symbol, ClassCache, Heap};
+use crate::heap::{span_emptied, take_tiny, take_wide, tls_block_symbol, ClassCache, Heap};
 use crate::size_class::{CHUNK_SIZE, KEY_SMALL_MAX, PAGE_SHIFT, SIZE_TO_CLASS8, TINY_MAX};
 use crate::span::{Block, Span, TINY_CLASS};
 
@@ -35,7 +36,6 @@ const _: () = {
     assert!(offset_of!(Heap, classes) == 0);
     assert!(TINY_MAX < 8 && KEY_SMALL_MAX <= 1 << 12);
     assert!(CHUNK_SIZE <= 1 << 31 && PAGES_PER_CHUNK.is_power_of_two());
-    assert!(TINY_CLASS * size_of::<ClassCache>() < 1 << 31);
 };
 
 /// The widths the instructions read and write each field at (a word, `dword`, `byte`), checked
@@ -46,94 +46,68 @@ fn field_types<'a>(
     s: &'a Span,
     c: &'a ClassCache,
 ) -> (
-    (
-        &'a AtomicUsize,
-        &'a Cell<u8>,
-        &'a Cell<*mut Block>,
-        &'a Cell<u32>,
-    ),
-    (
-        &'a Cell<bool>,
-        &'a Cell<*mut Span>,
-        &'a AtomicU64,
-        &'a AtomicU64,
-    ),
+    (&'a AtomicUsize, &'a Cell<u8>, &'a Cell<*mut Block>),
+    (&'a Cell<u32>, &'a Cell<bool>, &'a AtomicU64),
     &'static [u8],
 ) {
     (
-        (&s.owner, &s.class, &s.free, &s.used),
-        (&s.free_zero, &c.current, &c.allocs, &c.frees),
+        (&s.owner, &s.class, &s.free),
+        (&s.used, &s.free_zero, &c.frees),
         &SIZE_TO_CLASS8,
     )
 }
 
-/// The allocation half of `GlobalAlloc::alloc` in a `dev`-based build: returns a block for a
-/// layout of `size` bytes at alignment `align`, or null when the OS refuses memory.
+/// `GlobalAlloc::alloc` in a `dev`-based build: [`alloc`], then [`alloc_miss`] on a null.
+#[inline(always)]
+pub(crate) fn global_alloc(layout: Layout) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    // SAFETY: the size and alignment of a `Layout`; the block goes to `GlobalAlloc::alloc`'s
+    // caller, who frees it through this allocator.
+    let p = unsafe { alloc(size, align) };
+    if p as usize != 0 {
+        return p;
+    }
+    alloc_miss(size, align)
+}
+
+/// The allocation half of `GlobalAlloc::alloc` in a `dev`-based build: a block for a layout of
+/// `size` bytes at alignment `align` from this thread's current span of its class (the tiny
+/// class, or a class from the run-time table), popped by the heap's own assembly
+/// (`heap/fast_asm.rs`); null when this path does not serve the layout (a large size or
+/// alignment) or the span has no free block, which sends the caller to [`alloc_miss`].
 ///
 /// # Safety
 /// `size` and `align` are those of a valid [`Layout`] (`align` a power of two, `size` rounded
-/// up to `align` at most `isize::MAX`); this allocator is the caller's to use (any thread).
+/// up to `align` at most `isize::MAX`); the block is freed through this allocator.
 #[unsafe(naked)]
 pub(crate) unsafe extern "C" fn alloc(size: usize, align: usize) -> *mut u8 {
     core::arch::naked_asm!(
-        // The route key: `(size - 1) | (align - 1)`; at or over the table's end, the Rust path.
+        // The route key: `(size - 1) | (align - 1)`; at or over the table's end, null.
         "lea rax, [rdi - 1]",
         "lea rcx, [rsi - 1]",
         "or rax, rcx",
         "cmp rax, {key_small_max}",
         "jae 3f",
-        // This thread's heap (the sentinel, whose spans have no free block, before its first
-        // refill): the thread-local block's first word.
-        concat!("mov rcx, qword ptr [rip + ", tls_block_symbol!(), "@GOTTPOFF]"),
-        "mov rcx, qword ptr fs:[rcx]",
         "cmp rax, {tiny_max}",
         "jb 4f",
-        // The class: `SIZE_TO_CLASS8[key / 8 + 1]`; its cache in the heap.
+        // The class, `SIZE_TO_CLASS8[key / 8 + 1]`, and its cache's offset in the heap: the
+        // pop's argument, in tail position.
         "shr rax, 3",
         "mov rdx, qword ptr [rip + {table}@GOTPCREL]",
         "movzx eax, byte ptr [rdx + rax + 1]",
-        "imul rax, rax, {cache_size}",
-        "add rcx, rax",
-        // Pop the current span's first free block; none: the Rust path.
-        "mov rdx, qword ptr [rcx + {current}]",
-        "mov rax, qword ptr [rdx + {free}]",
-        "test rax, rax",
-        "je 3f",
-        "mov r8, qword ptr [rax]",
-        "mov qword ptr [rdx + {free}], r8",
-        "add dword ptr [rdx + {used}], 1",
-        "add qword ptr [rcx + {allocs}], 1",
-        "ret",
-        // The tiny class: its blocks link through 32-bit chunk offsets (0 ends the list).
-        "4:",
-        "add rcx, {tiny_cache}",
-        "mov rdx, qword ptr [rcx + {current}]",
-        "mov rax, qword ptr [rdx + {free}]",
-        "test rax, rax",
-        "je 3f",
-        "mov r8d, dword ptr [rax]",
-        "mov r9, rax",
-        "and r9, {chunk_mask}",
-        "or r9, r8",
-        "test r8, r8",
-        "cmovne r8, r9",
-        "mov qword ptr [rdx + {free}], r8",
-        "add dword ptr [rdx + {used}], 1",
-        "add qword ptr [rcx + {allocs}], 1",
-        "ret",
+        "imul rdi, rax, {cache_size}",
+        "jmp {take_wide}",
         "3:",
-        "jmp {miss}",
+        "xor eax, eax",
+        "ret",
+        "4:",
+        "jmp {take_tiny}",
         key_small_max = const KEY_SMALL_MAX,
         tiny_max = const TINY_MAX,
         table = sym SIZE_TO_CLASS8,
         cache_size = const size_of::<ClassCache>(),
-        tiny_cache = const TINY_CLASS * size_of::<ClassCache>(),
-        current = const offset_of!(ClassCache, current),
-        allocs = const offset_of!(ClassCache, allocs),
-        free = const offset_of!(Span, free),
-        used = const offset_of!(Span, used),
-        chunk_mask = const -(CHUNK_SIZE as i64),
-        miss = sym alloc_miss,
+        take_wide = sym take_wide,
+        take_tiny = sym take_tiny,
     )
 }
 
@@ -209,8 +183,10 @@ pub(crate) unsafe extern "C" fn dealloc(ptr: *mut u8, size: usize, align: usize)
     )
 }
 
-/// [`alloc`]'s miss: the Rust path, from the start.
-extern "C" fn alloc_miss(size: usize, align: usize) -> *mut u8 {
+/// [`alloc`]'s miss: the Rust path, from the start. Out of line, so that the `GlobalAlloc`
+/// method that calls it on a null keeps a small frame.
+#[inline(never)]
+pub(crate) fn alloc_miss(size: usize, align: usize) -> *mut u8 {
     // SAFETY: `size` and `align` are those of a valid layout ([`alloc`]'s contract), passed on
     // unchanged.
     super::alloc_generic::<false>(unsafe { Layout::from_size_align_unchecked(size, align) })

@@ -1,4 +1,5 @@
-//! The size-specialised entry points' fast path in a `dev`-based build on x86_64 Linux
+//! The allocation fast path of the `GlobalAlloc` methods and the size-specialised entry points
+//! in a `dev`-based build on x86_64 Linux
 //! (`cfg(specalloc_asm_fast)`): the pop of `fast.rs` for a class known to the caller, as naked
 //! functions, the same machine code at every optimisation level.
 //!
@@ -11,12 +12,14 @@
 //! path does. They read and write what `fast.rs`'s `alloc_wide_in::<false>` and
 //! `alloc_tiny_in::<false>` do; the offsets are operands computed from the Rust definitions.
 
+use core::cell::Cell;
 use core::mem::{offset_of, size_of};
+use core::sync::atomic::AtomicU64;
 
 use super::tls::tls_block_symbol;
 use super::{ClassCache, Heap};
 use crate::size_class::CHUNK_SIZE;
-use crate::span::{Span, TINY_CLASS};
+use crate::span::{Block, Span, TINY_CLASS};
 
 // What the instructions assume: a heap starts with its class caches, and the tiny class's
 // cache is at a 32-bit displacement.
@@ -26,6 +29,20 @@ const _: () = {
     assert!(CHUNK_SIZE <= 1 << 31);
 };
 
+/// The widths the instructions read and write each field at (a word, `dword`), checked by the
+/// compiler: this does not compile if a field changes type. Never called.
+#[allow(dead_code)]
+#[allow(clippy::type_complexity)]
+fn field_types<'a>(
+    s: &'a Span,
+    c: &'a ClassCache,
+) -> (
+    (&'a Cell<*mut Span>, &'a AtomicU64),
+    (&'a Cell<*mut Block>, &'a Cell<u32>),
+) {
+    ((&c.current, &c.allocs), (&s.free, &s.used))
+}
+
 /// Pops a block of the class whose cache is `cache` bytes into the heap (`class *
 /// size_of::<ClassCache>()`, a class of 8 bytes or more) from this thread's current span of the
 /// class; null when it has no free block.
@@ -34,7 +51,7 @@ const _: () = {
 /// `cache` is the offset of a class cache of a class of 8 bytes or more; the block is handed
 /// only to code that frees it through this allocator.
 #[unsafe(naked)]
-pub(super) unsafe extern "C" fn take_wide(cache: usize) -> *mut u8 {
+pub(crate) unsafe extern "C" fn take_wide(cache: usize) -> *mut u8 {
     core::arch::naked_asm!(
         concat!("mov rcx, qword ptr [rip + ", tls_block_symbol!(), "@GOTTPOFF]"),
         "mov rcx, qword ptr fs:[rcx]",
@@ -62,7 +79,7 @@ pub(super) unsafe extern "C" fn take_wide(cache: usize) -> *mut u8 {
 /// # Safety
 /// The block is handed only to code that frees it through this allocator.
 #[unsafe(naked)]
-pub(super) unsafe extern "C" fn take_tiny() -> *mut u8 {
+pub(crate) unsafe extern "C" fn take_tiny() -> *mut u8 {
     core::arch::naked_asm!(
         concat!("mov rcx, qword ptr [rip + ", tls_block_symbol!(), "@GOTTPOFF]"),
         "mov rcx, qword ptr fs:[rcx]",

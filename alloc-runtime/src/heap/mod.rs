@@ -67,6 +67,8 @@ mod tls;
 
 pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
 pub(crate) use fast::{alloc_small, alloc_small_with, alloc_tiny, free_small, free_tiny};
+#[cfg(specalloc_asm_fast)]
+pub(crate) use fast_asm::{take_tiny, take_wide};
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
 #[cfg(feature = "test-hooks")]
 pub use lifecycle::hold_lock;
