@@ -55,30 +55,7 @@ fn fork_handlers_may_allocate() {
 /// allocates in every size range, as on glibc.
 #[test]
 fn a_fork_handler_may_fork() {
-    let dir = common::scratch("nested-fork");
-    let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"]) else {
-        return;
-    };
-    let lib = lib.display().to_string();
-    let Some(exe) = common::compile("cc", "nested_fork.c", &dir, &[&lib]) else {
-        return;
-    };
-    for mode in ["prepare", "parent", "child"] {
-        for thread in [&[][..], &["thread"][..]] {
-            let what = format!("nested fork {mode} {thread:?}");
-            let mut cmd = Command::new(&exe);
-            cmd.args(thread).env("NESTED_FORK", mode);
-            let glibc = cmd.output().expect("run nested_fork");
-            common::assert_ok(&format!("{what} on glibc"), &glibc);
-            let ours = common::preloaded(cmd);
-            common::assert_ok(&format!("{what} under specalloc"), &ours);
-            let suffix = if thread.is_empty() { "" } else { " thread" };
-            assert_eq!(
-                String::from_utf8_lossy(&ours.stdout),
-                format!("nested fork ok {mode}{suffix}\n")
-            );
-        }
-    }
+    nested_forks("nested-fork", "", &[]);
 }
 
 /// As [`a_fork_handler_may_fork`], and the nested child starts a thread that allocates (and
@@ -86,7 +63,18 @@ fn a_fork_handler_may_fork() {
 /// without a second thread allocating in the parent.
 #[test]
 fn a_nested_fork_child_may_start_threads() {
-    let dir = common::scratch("nested-fork-thread");
+    nested_forks(
+        "nested-fork-thread",
+        ", a thread in the nested child",
+        &[("NESTED_FORK_THREAD", "1")],
+    );
+}
+
+/// Runs `tests/c/nested_fork.c` (built in the scratch directory `scratch`) on glibc and
+/// preloaded, in each handler mode, with and without a second thread, with `env` set; each
+/// must exit 0 and print its line. `what` ends the failure messages.
+fn nested_forks(scratch: &str, what: &str, env: &[(&str, &str)]) {
+    let dir = common::scratch(scratch);
     let Some(lib) = common::compile("cc", "nested_fork_lib.c", &dir, &["-shared", "-fPIC"]) else {
         return;
     };
@@ -96,11 +84,11 @@ fn a_nested_fork_child_may_start_threads() {
     };
     for mode in ["prepare", "parent", "child"] {
         for thread in [&[][..], &["thread"][..]] {
-            let what = format!("nested fork {mode} {thread:?}, a thread in the nested child");
+            let what = format!("nested fork {mode} {thread:?}{what}");
             let mut cmd = Command::new(&exe);
             cmd.args(thread)
                 .env("NESTED_FORK", mode)
-                .env("NESTED_FORK_THREAD", "1");
+                .envs(env.iter().copied());
             let glibc = cmd.output().expect("run nested_fork");
             common::assert_ok(&format!("{what} on glibc"), &glibc);
             let ours = common::preloaded(cmd);
