@@ -138,6 +138,10 @@ pub(crate) unsafe extern "C" fn dealloc(ptr: *mut u8, size: usize, align: usize)
         "mov rcx, qword ptr fs:[rcx]",
         "cmp qword ptr [rax + {owner}], rcx",
         "jne 3f",
+        // No block of it in use: a double free, which the Rust path reports (its decrement
+        // overflows, checked in a build with debug assertions) before anything is written.
+        "cmp dword ptr [rax + {used}], 0",
+        "je 3f",
         // Push onto the span's free list: a pointer link, or a chunk offset for the tiny class.
         "movzx r8d, byte ptr [rax + {class}]",
         "mov r9, qword ptr [rax + {free}]",
