@@ -385,6 +385,13 @@ macro_rules! corpus {
                 Vec::<u64>::with_capacity(usize::MAX)
             }
 
+            /// Likewise `vec![x; n]` whose size overflows panics in std's `from_elem`, called
+            /// from here (not called by `run`).
+            #[allow(dead_code)]
+            pub fn overflowing_elem() -> Vec<u64> {
+                vec![7u64; UNITS]
+            }
+
             /// Zero values of the types std knows (its `IsZero`) take zeroed memory in
             /// `vec![x; n]`, not only a literal `0` (the count of zeroed allocations is read by
             /// the not-installed test).
