@@ -31,12 +31,12 @@
 //! use specalloc::specialize;
 //!
 //! #[specialize]
-//! fn node(key: u64) -> (Box<[u64; 3]>, Vec<u32>, String) {
-//!     (Box::new([key, 0, 0]), Vec::with_capacity(16), "leaf".to_string())
+//! fn node(key: u64) -> (Box<[u64; 3]>, Box<[u8]>, String) {
+//!     (Box::new([key, 0, 0]), Box::<[u8]>::from([1, 2]), "leaf".to_string())
 //! }
 //!
-//! let (b, v, s) = node(7);
-//! assert_eq!((b[0], v.capacity(), s.as_str()), (7, 16, "leaf")); // exactly as without it
+//! let (b, t, s) = node(7);
+//! assert_eq!((b[0], t.len(), s.capacity()), (7, 2, 4)); // exactly as without it
 //! ```
 //!
 //! or allocate explicitly through them:

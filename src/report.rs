@@ -20,7 +20,7 @@ pub struct SiteStats {
     pub line: u32,
     /// Column of the site (1-based).
     pub column: u32,
-    /// What was written there: `Box::new`, `Vec::with_capacity`, `String::from`, …
+    /// What was written there: `Box::new`, `Box::default`, `String::from`, …
     pub what: &'static str,
     /// Times the site ran.
     pub hits: u64,

@@ -383,7 +383,7 @@ impl VisitMut for Rewriter<'_> {
         let replacement = match e {
             // Already generated (a second pass over the same tokens): left as it is.
             Expr::Call(call) if is_generated(&call.func) => None,
-            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] Vec::with_capacity(N)`: a site with
+            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] String::from("x")`: a site with
             // attributes of its own is left as written, attributes and all, so that they mean
             // what they mean without the macro (a `cfg`'d-out element of a tuple, an array or a
             // call vanishes, unevaluated; a lint level covers the code written). Its arguments
