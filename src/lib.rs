@@ -31,12 +31,12 @@
 //! use specalloc::specialize;
 //!
 //! #[specialize]
-//! fn node(key: u64) -> (Box<[u64; 3]>, Vec<u32>, String) {
-//!     (Box::new([key, 0, 0]), Vec::with_capacity(16), "leaf".to_string())
+//! fn node(key: u64) -> (Box<[u64; 3]>, Box<[u8]>, String) {
+//!     (Box::new([key, 0, 0]), Box::<[u8]>::from([1, 2]), "leaf".to_string())
 //! }
 //!
-//! let (b, v, s) = node(7);
-//! assert_eq!((b[0], v.capacity(), s.as_str()), (7, 16, "leaf")); // exactly as without it
+//! let (b, t, s) = node(7);
+//! assert_eq!((b[0], t.len(), s.capacity()), (7, 2, 4)); // exactly as without it
 //! ```
 //!
 //! or allocate explicitly through them:
@@ -206,18 +206,19 @@ pub use specalloc_malloc as __malloc;
 /// | `Box::new(e)`, `Box::<T>::new(e)` | `boxed(e)` (through `__private::boxer`: std's `Box::new` for types no routine serves, so large values are built in place) |
 /// | `Box::new_uninit()`, `Box::new_zeroed()` | `uninit()`, `zeroed()` |
 /// | `Box::pin(e)` | `Box::into_pin(boxed(e))` (through `__private::pinner`: std's `Box::pin` for types no routine serves) |
-/// | `Vec::with_capacity(N)` | `vec_with_capacity::<_, N>()` (through `Capacity::<N>::vec`: std's `Vec::with_capacity` for sizes no routine serves) |
-/// | `String::with_capacity(N)` | `string_with_capacity::<N>()` (through `string_capacity`: std's `String::with_capacity` for sizes no routine serves) |
 /// | `String::from("…")`, `"…".to_string()`, `"…".to_owned()` | `string_from::<LEN>("…")` |
 ///
 /// (The generated calls go through thin wrappers in `__private` that also take the std
 /// function the site called, `Box::new`, `String::from`, … , so that the imports naming them
 /// stay used.)
 ///
-/// `vec!` (every form) and `Box::new` used as a value are left to std: std's `vec!` has
-/// behaviour no rewrite matches by hand (zeroed memory for every zero value, the drop order
-/// of a panicking clone, zero-sized elements, the common type of a list's elements, its
-/// lints), and a bare `vec!` may be a macro of the program's own.
+/// `vec!` (every form), `Box::new` used as a value, `Vec::with_capacity` and
+/// `String::with_capacity` are left to std: std's `vec!` has behaviour no rewrite matches by
+/// hand (zeroed memory for every zero value, the drop order of a panicking clone, zero-sized
+/// elements, the common type of a list's elements, its lints), and a bare `vec!` may be a
+/// macro of the program's own; std's `with_capacity` is inlined where it is called, and a
+/// call of an entry point in its place could make the calling code slower, not faster (for a
+/// vector through the routines, call [`spec::vec_with_capacity`] yourself).
 ///
 /// Sites whose value is discarded (`Box::new(5u8);` as a statement) are left alone, so that
 /// `#[must_use]` warns as it does without the attribute; so are the arguments of macros that
@@ -228,17 +229,15 @@ pub use specalloc_malloc as __malloc;
 /// rewritten code does exactly what the original does, through the global allocator: that is
 /// how a library adopts the attribute.
 ///
-/// `N` must be an integer literal or look like a const item (a SCREAMING_CASE name or a path
-/// ending in one, not through `Self` or a type parameter); other lengths are known only at run
-/// time and keep the generic path. `Box`, `Vec` and `String` are recognised bare and under
-/// `std::` and `alloc::` (`alloc::boxed::Box::new`, `::std::vec::Vec::with_capacity`).
+/// `Box` and `String` are recognised bare and under `std::` and `alloc::`
+/// (`alloc::boxed::Box::new`, `::std::string::String::from`).
 ///
 /// The walk covers closures, async blocks and the arguments of other macros that parse as
 /// comma-separated expressions (`println!`, `assert_eq!`, `format!`, …; others are left
 /// untouched, and so are `stringify!`, `concat!`, `quote!` and the like). It leaves alone
 /// nested items, const contexts (`const fn` bodies, `const { }` blocks, array lengths, const
 /// generic arguments), types and patterns. Semantics are kept: `Box<dyn Trait>` coercions
-/// still apply. Vectors and strings get exactly the capacity the original call gives.
+/// still apply. Strings get exactly the capacity the original call gives.
 ///
 /// Options: `#[specialize(crate = path)]` when the dependency is renamed (the generated code
 /// names `::specalloc::__private` otherwise), and `#[specialize(report)]` to count each
@@ -268,7 +267,7 @@ pub use specalloc_malloc as __malloc;
 /// fn build(n: usize) -> (Box<u64>, Box<dyn Shape>, Vec<u32>, Vec<Box<i32>>, String, Vec<u8>) {
 ///     let a = Box::new(7u64); // spec::boxed: the 8-byte tiny routine
 ///     let s: Box<dyn Shape> = Box::new(Square(2.0)); // unsize coercion still applies
-///     let mut v = Vec::with_capacity(LEN); // spec::vec_with_capacity::<_, { LEN }>
+///     let mut v = Vec::with_capacity(LEN); // left to std (inlined, as without the attribute)
 ///     v.resize(LEN, 1u32);
 ///     let boxes = [1, 2, 3].into_iter().map(Box::new).collect(); // std's `Box::new`
 ///     let name = "specalloc".to_string(); // spec::string_from::<9>

@@ -235,53 +235,6 @@ pub fn zeroed<T, F: FnOnce() -> Box<MaybeUninit<T>>>(_std: F) -> Box<MaybeUninit
     spec::zeroed()
 }
 
-/// `Vec::with_capacity(N)` with `N` a constant: `Capacity::<N>::vec(Vec::with_capacity)`.
-pub struct Capacity<const N: usize>;
-
-/// Whether a routine serves `N` elements of `T` (a `Vec<T>` of capacity `N`).
-struct ArrayServed<T, const N: usize>(core::marker::PhantomData<T>);
-
-impl<T, const N: usize> ArrayServed<T, N> {
-    const YES: bool = spec::SIZE_SPECIALIZED
-        && core::mem::size_of::<T>() != 0
-        && match N.checked_mul(core::mem::size_of::<T>()) {
-            Some(bytes) => spec::routine(bytes, core::mem::align_of::<T>(), false).is_some(),
-            None => false,
-        };
-}
-
-impl<const N: usize> Capacity<N> {
-    /// `Vec::with_capacity(N)`: the function that makes it, chosen at compile time as
-    /// [`boxer`] chooses: [`spec::vec_with_capacity`] (capacity exactly `N`, out of line) when
-    /// a routine serves `N` elements of `T`, std's `Vec::with_capacity` itself otherwise. The
-    /// rewrite evaluates it in an inline `const` block and calls the constant it gives with
-    /// `N` (`(const { Capacity::<N>::vec(Vec::with_capacity) })(Len::<N>::VALUE)`): a direct
-    /// call from the user's frame (a capacity overflow panics in std's function, called from
-    /// the user's), with no function-pointer local in a debug build (the user's frame is the
-    /// size it is without the attribute). `std` is the user's `Vec::with_capacity`, which
-    /// fixes the element type when the user wrote it, `Vec::<T>::with_capacity`.
-    #[must_use]
-    pub const fn vec<T, F: FnOnce(usize) -> Vec<T>>(std: F) -> fn(usize) -> Vec<T> {
-        // A function item (nothing to drop); `forget` because a `const fn` cannot drop an `F`.
-        core::mem::forget(std);
-        if ArrayServed::<T, N>::YES {
-            vec_capacity_spec::<T, N>
-        } else {
-            Vec::<T>::with_capacity
-        }
-    }
-}
-
-/// `Vec::with_capacity(N)` through the routine of `N` elements of `T` (the argument is `N`).
-/// Never inlined: the rewritten site is one call, no larger than std's `Vec::with_capacity`
-/// inlined (so it does not change what the compiler inlines around it), and its fast path
-/// (the mark, the thread's span) takes fewer instructions than std's call of the global
-/// allocator, which looks up the size class at run time.
-#[inline(never)]
-fn vec_capacity_spec<T, const N: usize>(_n: usize) -> Vec<T> {
-    spec::vec_with_capacity::<T, N>()
-}
-
 /// `vec![x; N]` as std builds it (`_empty` is the user's `vec![]`): `x` cloned `N - 1` times
 /// with `clone` (the user's `Clone::clone`, so an unmet bound names `Clone`), moved into the
 /// last slot, dropped when `N` is 0; capacity exactly `N`.
@@ -427,52 +380,6 @@ pub fn vec_list_finish<T, const N: usize>(list: VecList<T, N>) -> Vec<T> {
 #[must_use]
 pub fn vec_from_array<T, const N: usize>(_empty: Vec<T>, a: [T; N]) -> Vec<T> {
     spec::vec_from_array(a)
-}
-
-/// `String::with_capacity(N)`: capacity exactly `N`.
-#[inline(always)]
-#[must_use]
-pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(_std: F) -> String {
-    spec::string_with_capacity::<N>()
-}
-
-/// Whether a routine serves a block of `N` bytes (a `String` of capacity `N`).
-struct BytesServed<const N: usize>;
-
-impl<const N: usize> BytesServed<N> {
-    const YES: bool = spec::SIZE_SPECIALIZED && spec::routine(N, 1, false).is_some();
-}
-
-/// A length given as a const argument, as a value: the argument the rewrite passes to the
-/// function [`string_capacity`] chose (`Len::<N>::VALUE`).
-pub struct Len<const N: usize>;
-
-impl<const N: usize> Len<N> {
-    /// `N`.
-    pub const VALUE: usize = N;
-}
-
-/// `String::with_capacity(N)` as rewritten by `#[specialize]`:
-/// `(const { string_capacity::<N>(String::with_capacity) })(Len::<N>::VALUE)`. The function to
-/// call is chosen from `N` at compile time, as [`boxer`] chooses: [`spec::string_with_capacity`]
-/// (out of line) when a routine serves `N` bytes, std's `String::with_capacity` itself
-/// otherwise, called directly from the user's frame, as [`Capacity::vec`]'s: a capacity too
-/// large to allocate aborts (or panics) in std's function called from the user's, with no
-/// frame of specalloc in between, and a debug build's frame has no function-pointer local.
-#[must_use]
-pub const fn string_capacity<const N: usize>(std: fn(usize) -> String) -> fn(usize) -> String {
-    if BytesServed::<N>::YES {
-        string_capacity_spec::<N>
-    } else {
-        std
-    }
-}
-
-/// `String::with_capacity(N)` through the routine of `N` bytes (the argument is `N`); never
-/// inlined, as [`vec_capacity_spec`].
-#[inline(never)]
-fn string_capacity_spec<const N: usize>(_n: usize) -> String {
-    spec::string_with_capacity::<N>()
 }
 
 /// `String::from("…")`, `"…".to_string()`, `"…".to_owned()` (`_std` is the user's function):

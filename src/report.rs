@@ -20,7 +20,7 @@ pub struct SiteStats {
     pub line: u32,
     /// Column of the site (1-based).
     pub column: u32,
-    /// What was written there: `Box::new`, `Vec::with_capacity`, `String::from`, …
+    /// What was written there: `Box::new`, `Box::default`, `String::from`, …
     pub what: &'static str,
     /// Times the site ran.
     pub hits: u64,
@@ -453,18 +453,6 @@ pub mod counted {
         p::zeroed(std)
     }
 
-    /// [`p::Capacity::vec`], counted (a call of its own in a debug build: the user's frame
-    /// holds none of its locals).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn vec_with_capacity<T, const N: usize, F: FnOnce(usize) -> Vec<T>>(
-        site: &'static Site,
-        std: F,
-    ) -> Vec<T> {
-        site.hit(array_bytes::<T>(N), align_of::<T>());
-        p::Capacity::<N>::vec::<T, F>(std)(N)
-    }
-
     /// [`p::vec_from_elem`], counted.
     #[inline(always)]
     pub fn vec_from_elem<T, const N: usize, C: Fn(&T) -> T>(
@@ -504,18 +492,6 @@ pub mod counted {
     ) -> Vec<T> {
         site.hit(array_bytes::<T>(N), align_of::<T>());
         p::vec_from_array(empty, a)
-    }
-
-    /// [`p::string_with_capacity`], counted (a call of its own in a debug build, as
-    /// [`vec_with_capacity`]).
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn string_with_capacity<const N: usize, F: FnOnce(usize) -> String>(
-        site: &'static Site,
-        std: F,
-    ) -> String {
-        site.hit(N, 1);
-        p::string_with_capacity::<N, F>(std)
     }
 
     /// [`p::string_from`], counted.

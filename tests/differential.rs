@@ -70,6 +70,15 @@ fn annotated_code_behaves_exactly_like_plain_code() {
     );
     assert!(find("assert!").contains("assertion failed: one == Box::new(2)"));
     assert_eq!(find("static mut length"), "static mut length: 48");
+    // Lengths the tokens cannot show to be constants: std's code, as written.
+    assert_eq!(
+        find("outer extern static length"),
+        "outer extern static length: (24, 24, 24)"
+    );
+    assert_eq!(
+        find("macro-bound SCREAMING_CASE length"),
+        "macro-bound SCREAMING_CASE length: (10, 10, 10)"
+    );
     // Issue 29: a `cfg`'d-out element vanishes as with std; shadowed names are the user's.
     assert_eq!(
         find("cfg'd-out tuple element"),

@@ -251,70 +251,6 @@ impl Gen {
         quote_spanned!(sp=> #root::__private::vec_list_finish(#acc))
     }
 
-    /// `Vec::with_capacity(N)` / `Vec::<T>::with_capacity(N)` (`std` is the callee as written).
-    pub fn vec_with_capacity(
-        &self,
-        user: Span,
-        std: TokenStream,
-        n: &TokenStream,
-        end: Span,
-    ) -> TokenStream {
-        if self.report {
-            let generics = quote_spanned!(user=> ::<_, #n, _>);
-            return self.call(
-                user,
-                "vec_with_capacity",
-                generics,
-                std,
-                "Vec::with_capacity",
-            );
-        }
-        // `(const { Capacity::<N>::vec(Vec::with_capacity) })(Len::<N>::VALUE)`: the element
-        // type is the method's own parameter, not a `_` of a turbofish, so an inference error
-        // names it `T` as std's does (`let v: Vec<T> = …`); the path passed ends where the
-        // user's call does, so "type must be known at this point" underlines the whole call;
-        // and the function called is chosen at compile time (std's `Vec::with_capacity` when no
-        // routine serves `N` elements) as a constant, called directly from the user's frame: a
-        // capacity overflow panics in std's function called from the user's, and a debug build
-        // holds no function pointer in the user's frame (its frame is the size it is plain).
-        let root = self.root(user);
-        let std = ending_with(std, end);
-        quote_spanned! {user=>
-            (const { #root::__private::Capacity::<#n>::vec(#std) })(#root::__private::Len::<#n>::VALUE)
-        }
-    }
-
-    /// `String::with_capacity(N)`:
-    /// `(const { string_capacity::<N>(String::with_capacity) })(Len::<N>::VALUE)`, the function
-    /// called chosen at compile time (a constant: no function-pointer local in a debug build), `spec::string_with_capacity::<N>` when a routine serves `N` bytes
-    /// and std's `String::with_capacity` otherwise, called from the user's frame: a capacity
-    /// that aborts or overflows does so in std's function called from the user's (a backtrace
-    /// shows no frame of specalloc). `N` is a const argument in both places (a const generic
-    /// parameter may be one, not part of an expression), so a length of the wrong type is one
-    /// error, the same at both.
-    pub fn string_with_capacity(
-        &self,
-        user: Span,
-        std: TokenStream,
-        n: &TokenStream,
-    ) -> TokenStream {
-        if !self.report {
-            let root = self.root(user);
-            let std = spanning(std);
-            return quote_spanned! {user=>
-                (const { #root::__private::string_capacity::<#n> #std })(#root::__private::Len::<#n>::VALUE)
-            };
-        }
-        let generics = quote_spanned!(user=> ::<#n, _>);
-        self.call(
-            user,
-            "string_with_capacity",
-            generics,
-            std,
-            "String::with_capacity",
-        )
-    }
-
     /// `String::from("lit")`, `"lit".to_string()`, `"lit".to_owned()` (`std` is the function
     /// the user called, as a value).
     pub fn string_from(
@@ -373,13 +309,4 @@ fn spanning(std: TokenStream) -> Group {
         group.set_span(end);
     }
     group
-}
-
-/// `tokens` with the span of its last token set to `end` (a path then spans to `end`).
-fn ending_with(tokens: TokenStream, end: Span) -> TokenStream {
-    let mut trees: Vec<TokenTree> = tokens.into_iter().collect();
-    if let Some(last) = trees.last_mut() {
-        last.set_span(end);
-    }
-    trees.into_iter().collect()
 }

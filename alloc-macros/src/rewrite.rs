@@ -5,16 +5,15 @@
 //! Rewritten: `Box::new(e)`, `Box::<T>::new(e)`, `Box::new_uninit()`, `Box::new_zeroed()`,
 //! `Box::pin(e)`, `Box::<T>::default()`, `Box::<[T]>::from([…])`, `Box::<[T; N]>::from([…])`,
 //! `Box::<str>::from("…")`, `Box::new_uninit` and `Box::new_zeroed` used as values,
-//! `Vec::with_capacity(N)`, `String::with_capacity(N)`, `String::from("…")`, `"…".to_string()`
-//! and `"…".to_owned()`, where `N` is an integer literal or looks like a const item. `vec!` is
-//! left to std in every form (the elements of `std::vec!` and `alloc::vec!` are walked), and
-//! so is `Box::new` used as a value. Closures, async blocks and the arguments of the
+//! `String::from("…")`, `"…".to_string()` and `"…".to_owned()`. `vec!` is left to std in every
+//! form (the elements of `std::vec!` and `alloc::vec!` are walked), and so are `Box::new` used
+//! as a value and `Vec::with_capacity` and `String::with_capacity` (std's are inlined where
+//! they are called; no call of an entry point is smaller). Closures, async blocks and the arguments of the
 //! formatting macros (`format!`, `println!`, `write!`, `panic!`, ...) are walked; nested
 //! items, const contexts, types, patterns, and the arguments of macros that show their input
 //! (`assert!`, `dbg!`, `stringify!`, unknown macros, a bare `vec!`) are not. Left alone too,
 //! so that the code behaves and warns as written: a site whose value is discarded
-//! (`Box::new(x);`, `(Box::new(x));`, `{ Box::new(x) };`, for `#[must_use]`), a length path
-//! inside `unsafe` (it may be a `static mut`) or naming a `static` of the item, a site with
+//! (`Box::new(x);`, `(Box::new(x));`, `{ Box::new(x) };`, for `#[must_use]`), a site with
 //! attributes of its own (`#[cfg]` decides after the macro which elements there are), a site
 //! whose operands `.await` (the future keeps its size), a bare `Box`, `Vec` or `String` in a
 //! scope where an item of the annotated code or a type parameter shadows the name, and the
@@ -28,8 +27,8 @@ use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
     Attribute, Block, Expr, ExprCall, ExprMethodCall, ExprPath, GenericArgument, Generics,
-    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, Pat, PatIdent, Path,
-    PathArguments, Signature, Stmt, TraitItem, Type,
+    ImplItem, Item, ItemFn, ItemImpl, ItemMod, ItemTrait, Lit, Macro, Pat, Path, PathArguments,
+    Signature, Stmt, TraitItem, Type,
 };
 
 use crate::emit::Gen;
@@ -78,17 +77,10 @@ const WALKED_MACROS: &[&str] = &[
 /// Rewrites the bodies of the items it is given.
 pub struct Rewriter<'g> {
     gen: &'g Gen,
-    /// Names bound by patterns in the function being rewritten: a SCREAMING_CASE name among
-    /// them is a local, not a const item.
-    locals: HashSet<String>,
     /// Type parameters in scope (of the enclosing impl or trait, and of the function).
     type_params: Vec<String>,
     /// Sites rewritten so far (to tell whether a macro's arguments changed).
     rewrites: usize,
-    /// Depth of `unsafe` blocks (and `unsafe fn` bodies) around the walk.
-    in_unsafe: usize,
-    /// Names of the `static` items declared in the annotated item: not const lengths.
-    statics: HashSet<String>,
     /// The names of the `macro_rules!` macros the annotated item defines: a formatting macro's
     /// name among them (`macro_rules! println`) is the user's macro, whose arguments are left
     /// as written.
@@ -105,50 +97,20 @@ impl<'g> Rewriter<'g> {
     pub fn new(gen: &'g Gen) -> Self {
         Rewriter {
             gen,
-            locals: HashSet::new(),
             type_params: Vec::new(),
             rewrites: 0,
-            in_unsafe: 0,
-            statics: HashSet::new(),
             local_macros: HashSet::new(),
             shadowed: Vec::new(),
         }
     }
 
-    /// Looks over the whole annotated item before the walk: its `static`s (extern ones too)
-    /// and the macros it defines.
+    /// Looks over the whole annotated item before the walk: the macros it defines.
     pub fn scan(&mut self, target: &Target) {
         #[derive(Default)]
         struct Scan {
-            statics: HashSet<String>,
             macros: HashSet<String>,
         }
         impl<'ast> Visit<'ast> for Scan {
-            fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
-                self.statics.insert(s.ident.to_string());
-                syn::visit::visit_item_static(self, s);
-            }
-            fn visit_foreign_item_static(&mut self, s: &'ast syn::ForeignItemStatic) {
-                self.statics.insert(s.ident.to_string());
-                syn::visit::visit_foreign_item_static(self, s);
-            }
-            fn visit_foreign_item(&mut self, i: &'ast syn::ForeignItem) {
-                // `unsafe extern "C" { safe static TZ: usize; }` (which syn keeps as tokens): no
-                // const argument can read it.
-                if let syn::ForeignItem::Verbatim(tokens) = i {
-                    let mut after_static = false;
-                    for t in tokens.clone() {
-                        if let proc_macro2::TokenTree::Ident(id) = t {
-                            if after_static && id != "mut" {
-                                self.statics.insert(id.to_string());
-                                break;
-                            }
-                            after_static |= id == "static";
-                        }
-                    }
-                }
-                syn::visit::visit_foreign_item(self, i);
-            }
             fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
                 if let (true, Some(name)) = (m.mac.path.is_ident("macro_rules"), &m.ident) {
                     self.macros.insert(name.to_string());
@@ -163,7 +125,6 @@ impl<'g> Rewriter<'g> {
             Target::Trait(t) => scan.visit_item_trait(t),
             Target::Mod(m) => scan.visit_item_mod(m),
         }
-        self.statics = scan.statics;
         self.local_macros = scan.macros;
     }
 
@@ -244,54 +205,8 @@ impl<'g> Rewriter<'g> {
 
     fn body(&mut self, sig: &Signature, block: &mut Block) {
         let mark = self.push_generics(&sig.generics);
-        let mut names = Names::default();
-        names.visit_signature(sig);
-        names.visit_block(block);
-        self.locals = names.0;
-        let unsafe_fn = usize::from(sig.unsafety.is_some());
-        self.in_unsafe += unsafe_fn;
         self.visit_block_mut(block);
-        self.in_unsafe -= unsafe_fn;
-        self.locals.clear();
         self.type_params.truncate(mark);
-    }
-
-    /// The const-generic argument for a length `n`, when `n` is known at compile time: an
-    /// integer literal (unsuffixed or `usize`) as is, a path that looks like a const item
-    /// (SCREAMING_CASE last segment, not a local, not through `Self` or a type parameter) in
-    /// braces. `None` keeps the generic path.
-    fn const_len(&self, n: &Expr) -> Option<TokenStream> {
-        match n {
-            Expr::Group(g) if g.attrs.is_empty() => self.const_len(&g.expr),
-            Expr::Lit(l) if l.attrs.is_empty() => match &l.lit {
-                Lit::Int(i) if matches!(i.suffix(), "" | "usize") => Some(l.to_token_stream()),
-                _ => None,
-            },
-            Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => {
-                if self.in_unsafe > 0 {
-                    // Perhaps a `static mut`, read under the user's `unsafe`.
-                    return None;
-                }
-                let segs = &p.path.segments;
-                let last = segs.last()?;
-                if !screaming(&last.ident.to_string())
-                    || segs.iter().any(|s| !s.arguments.is_none())
-                {
-                    return None;
-                }
-                let first = segs.first()?.ident.to_string();
-                if segs.len() == 1
-                    && (self.locals.contains(&first) || self.statics.contains(&first))
-                {
-                    return None;
-                }
-                if segs.len() > 1 && (first == "Self" || self.type_params.contains(&first)) {
-                    return None;
-                }
-                Some(quote!({ #p }))
-            }
-            _ => None,
-        }
     }
 
     /// The replacement of a call of a recognised associated function, if it is one we rewrite
@@ -313,15 +228,11 @@ impl<'g> Rewriter<'g> {
             (Family::Box, "pin", [e]) => self.gen.pinned(c.span, std, e),
             (Family::Box, "new_uninit", []) => self.gen.uninit(c.span, std, false),
             (Family::Box, "new_zeroed", []) => self.gen.uninit(c.span, std, true),
-            (Family::Vec, "with_capacity", [n]) => {
-                let n = self.const_len(n)?;
-                let end = call.paren_token.span.join();
-                self.gen.vec_with_capacity(c.span, std, &n, end)
-            }
-            (Family::String, "with_capacity", [n]) => {
-                let len = self.const_len(n)?;
-                self.gen.string_with_capacity(c.span, std, &len)
-            }
+            // `Vec::with_capacity(N)`, `String::with_capacity(N)`: left to std. std's are
+            // inlined into the caller (a check of the size and a call of the allocator); any
+            // entry point called in their place is a call of its own where rustc would have
+            // inlined std's, which changes what the compiler inlines around the site (and
+            // where it splits the crate into codegen units), so it can cost more than it saves.
             (Family::String, "from", [e]) => {
                 let lit = non_empty(str_lit(e)?)?;
                 self.gen.string_from(c.span, std, lit, "String::from")
@@ -472,7 +383,7 @@ impl VisitMut for Rewriter<'_> {
         let replacement = match e {
             // Already generated (a second pass over the same tokens): left as it is.
             Expr::Call(call) if is_generated(&call.func) => None,
-            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] Vec::with_capacity(N)`: a site with
+            // `#[cfg(…)] Box::new(x)`, `#[allow(…)] String::from("x")`: a site with
             // attributes of its own is left as written, attributes and all, so that they mean
             // what they mean without the macro (a `cfg`'d-out element of a tuple, an array or a
             // call vanishes, unevaluated; a lint level covers the code written). Its arguments
@@ -532,12 +443,6 @@ impl VisitMut for Rewriter<'_> {
                 self.mac(&mut m.mac);
                 None
             }
-            Expr::Unsafe(u) => {
-                self.in_unsafe += 1;
-                self.visit_block_mut(&mut u.block);
-                self.in_unsafe -= 1;
-                None
-            }
             Expr::Macro(_) => None,
             // Const contexts: evaluated at compile time.
             Expr::Const(_) => None,
@@ -588,27 +493,6 @@ impl VisitMut for Rewriter<'_> {
     fn visit_pat_mut(&mut self, _: &mut Pat) {}
     fn visit_attribute_mut(&mut self, _: &mut Attribute) {}
     fn visit_generic_argument_mut(&mut self, _: &mut GenericArgument) {}
-}
-
-/// Collects the names bound by patterns.
-#[derive(Default)]
-struct Names(HashSet<String>);
-
-impl<'ast> Visit<'ast> for Names {
-    fn visit_pat_ident(&mut self, p: &'ast PatIdent) {
-        self.0.insert(p.ident.to_string());
-        syn::visit::visit_pat_ident(self, p);
-    }
-    fn visit_item(&mut self, _: &'ast Item) {}
-}
-
-/// Whether `s` looks like a const item's name: upper-case letters, digits and underscores,
-/// starting with a letter or underscore, with at least one letter.
-fn screaming(s: &str) -> bool {
-    s.bytes().any(|b| b.is_ascii_uppercase())
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// A string literal expression (possibly in an invisible group from a `macro_rules!`).

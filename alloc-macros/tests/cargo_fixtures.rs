@@ -9,8 +9,8 @@
 //!   a 2 MiB thread stack works annotated as it does plain;
 //! - issue 29, the differential corpus (`tests/differential/corpus.rs`) in a debug build:
 //!   plain, annotated and reported give the same transcript (future sizes, 1 MiB elements on
-//!   a 2 MiB stack), and an abort in `String::with_capacity` shows the user's frame right
-//!   under std's;
+//!   a 2 MiB stack), and an abort in `String::with_capacity` (or a capacity overflow in
+//!   `Vec::with_capacity` or `vec!`) shows the user's frame right under std's;
 //! - issue 29, the clippy corpus (`tests/clippy/*.rs`): clippy's output on each file is its
 //!   output on the same file without the attributes.
 
@@ -185,10 +185,10 @@ fn frames_to_user(stderr: &str, module: &str) -> Vec<String> {
     panic!("no frame of the program in:\n{stderr}");
 }
 
-/// Issue 29: `String::with_capacity(usize::MAX / 2)` aborts and `Vec::<u64>::with_capacity(
-/// usize::MAX)` panics (const lengths, so rewritten), and their backtraces (debug build,
-/// `RUST_BACKTRACE=1`) read as without the attribute: std's function, then the user's, with
-/// no frame of specalloc between.
+/// Issue 29: `String::with_capacity(usize::MAX / 2)` aborts, and `Vec::<u64>::with_capacity(
+/// usize::MAX)` and `vec![7u64; usize::MAX]` panic (all three left to std), and their
+/// backtraces (debug build, `RUST_BACKTRACE=1`) read as without the attribute: std's function,
+/// then the user's, with no frame of specalloc between.
 #[test]
 fn an_abort_keeps_the_users_frame_on_top() {
     for (case, message, std) in [
@@ -201,6 +201,11 @@ fn an_abort_keeps_the_users_frame_on_top() {
             "overflowing_capacity",
             "capacity overflow",
             "alloc::vec::Vec<T>::with_capacity",
+        ),
+        (
+            "overflowing_elem",
+            "capacity overflow",
+            "alloc::vec::from_elem",
         ),
     ] {
         let mut seen = Vec::new();

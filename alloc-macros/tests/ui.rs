@@ -19,11 +19,6 @@ fn ui() {
 /// `docs/macros.md`, "Known limits"): their `.stderr` are checked by trybuild as they are.
 const KNOWN_DIFFERENT: &[(&str, &str)] = &[
     (
-        "types",
-        "a length's type error in `Vec::with_capacity(N)` or `String::with_capacity(N)` is \
-         reported on the entry point's const generic argument (no `.into()` help)",
-    ),
-    (
         "reach",
         "`Box::<T>::default()` of a `T` without `Default` leaves out std's note listing `Box`'s \
          constructors; `Box::<[u8; 3]>::from([1, 2])` is E0308 on the array where std says \

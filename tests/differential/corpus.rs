@@ -5,6 +5,14 @@
 //! the build is unoptimised, where frame sizes are compared), `allocs()` (allocations so
 //! far on this thread, or 0 where nothing counts them) and `zeroed_allocs()`.
 
+/// `corpus_bind!(NAME = expr)`: `let NAME = expr;`, a local the corpus's tokens do not show.
+#[macro_export]
+macro_rules! corpus_bind {
+    ($name:ident = $e:expr) => {
+        let $name = $e;
+    };
+}
+
 #[macro_export]
 macro_rules! corpus {
     ($name:ident $(, $attr:meta)?) => {
@@ -377,6 +385,13 @@ macro_rules! corpus {
                 Vec::<u64>::with_capacity(usize::MAX)
             }
 
+            /// Likewise `vec![x; n]` whose size overflows panics in std's `from_elem`, called
+            /// from here (not called by `run`).
+            #[allow(dead_code)]
+            pub fn overflowing_elem() -> Vec<u64> {
+                vec![7u64; UNITS]
+            }
+
             /// Zero values of the types std knows (its `IsZero`) take zeroed memory in
             /// `vec![x; n]`, not only a literal `0` (the count of zeroed allocations is read by
             /// the not-installed test).
@@ -446,6 +461,21 @@ macro_rules! corpus {
             /// An extern static as a length (a const argument cannot read it).
             fn extern_static_len() -> (usize, usize) {
                 (Vec::<u8>::with_capacity(SPECALLOC_CORPUS_LEN).capacity(), String::with_capacity(SPECALLOC_CORPUS_LEN).capacity())
+            }
+
+            /// An extern static declared outside the annotated module, as a length.
+            fn outer_extern_static_len() -> (usize, usize, usize) {
+                let v = Vec::<u8>::with_capacity(super::harness::SPECALLOC_OUTER_LEN);
+                let s = String::with_capacity(super::harness::SPECALLOC_OUTER_LEN);
+                let z = vec![0u8; super::harness::SPECALLOC_OUTER_LEN];
+                (v.capacity(), s.capacity(), z.len())
+            }
+
+            /// A SCREAMING_CASE local that a macro binds, as a length: a local, not a const.
+            #[allow(non_snake_case)]
+            fn macro_bound_len(n: usize) -> (usize, usize, usize) {
+                corpus_bind!(LEN = n * 2);
+                (Vec::<u16>::with_capacity(LEN).capacity(), String::with_capacity(LEN).capacity(), vec![0u8; LEN].len())
             }
 
             /// Fn items and closures in `vec![a, b]`: the array finds their common type.
@@ -643,6 +673,8 @@ macro_rules! corpus {
                 common_types(&mut out);
                 line(&mut out, "type parameter named String", type_param_named_string::<Box<str>>());
                 line(&mut out, "extern static length", extern_static_len());
+                line(&mut out, "outer extern static length", outer_extern_static_len());
+                line(&mut out, "macro-bound SCREAMING_CASE length", macro_bound_len(5));
                 line(&mut out, "2,000 levels of owned strings on a 1 MiB stack", deep_on_small_stack());
                 line(&mut out, "stack per level with Vec/String::with_capacity (unoptimised)", capacity_frame());
                 line(&mut out, "Box::pin and map(Box::new) of 1 MiB on small stacks", big_values_on_small_stacks());

@@ -12,6 +12,12 @@ pub static mut BUF_LEN: usize = 48;
 #[no_mangle]
 pub static SPECALLOC_CORPUS_LEN: usize = 24;
 
+unsafe extern "C" {
+    /// The same static through an `unsafe extern` block outside the annotated modules.
+    #[link_name = "SPECALLOC_CORPUS_LEN"]
+    pub safe static SPECALLOC_OUTER_LEN: usize;
+}
+
 thread_local! {
     static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
 }

@@ -18,6 +18,15 @@ fn f() -> usize {
     (Box::new([1u8, 2, 3])).len() + a.len() + b.len() + c.len() + s.len()
 }
 
+// An `#[expect]` of the lint is fulfilled, as without the attribute (else
+// `unfulfilled_lint_expectations` would warn).
+#[specalloc::specialize]
+#[expect(unused_allocation)]
+fn g() -> usize {
+    (Box::new([4u8, 5])).len() + String::from("rewritten").len()
+}
+
 fn main() {
     f();
+    g();
 }
