@@ -5,8 +5,8 @@
 //!   methods of `SpecAlloc` are then `#[inline(never)]`, compiled in this crate at its
 //!   opt-level rather than in the user's crate at opt-level 0. Release-based profiles keep them
 //!   `#[inline]`.
-//! - Sets `cfg(specalloc_asm_fast)` in those builds on x86_64 Linux, but with the `checked` or
-//!   `local-dynamic-tls` feature: `GlobalAlloc::alloc` and `dealloc` then take the fast paths
+//! - Sets `cfg(specalloc_asm_fast)` in those builds on x86_64 Linux when the runtime is compiled
+//!   at opt-level 0, but with the `checked` or `local-dynamic-tls` feature: `GlobalAlloc::alloc` and `dealloc` then take the fast paths
 //!   written in assembly first (`src/generic/asm.rs`).
 //! - Sets `cfg(specalloc_cold_path)` when rustc is 1.95 or later, which has
 //!   `core::hint::cold_path` (the fast paths mark their misses with it).
@@ -31,7 +31,14 @@ fn main() {
         let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
         let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
         let feature = |f: &str| std::env::var_os(format!("CARGO_FEATURE_{f}")).is_some();
-        if arch == "x86_64" && os == "linux" && !feature("CHECKED") && !feature("LOCAL_DYNAMIC_TLS")
+        // Only at opt-level 0: optimised (a profile line for this package), the Rust paths
+        // compile to fewer instructions than these.
+        let unoptimised = std::env::var("OPT_LEVEL").as_deref() == Ok("0");
+        if arch == "x86_64"
+            && os == "linux"
+            && unoptimised
+            && !feature("CHECKED")
+            && !feature("LOCAL_DYNAMIC_TLS")
         {
             println!("cargo::rustc-cfg=specalloc_asm_fast");
         }

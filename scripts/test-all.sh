@@ -21,6 +21,12 @@ cargo test -p specalloc --features checked,no-size-specialized
 cargo test --release -p specalloc-runtime --lib
 cargo test --release -p specalloc --test stress --test thread_churn --test global_alloc \
     --test teardown --test abandoned --test outbox
+# The fast paths in assembly serve a runtime compiled at opt-level 0 (`generic/asm.rs`,
+# `heap/fast_asm.rs`; the test profile is optimised): the entry points, the model and the
+# multi-threaded suites in the plain `dev` profile.
+cargo test --profile dev -p specalloc-runtime --test entry_paths --test spec --test model
+cargo test --profile dev -p specalloc --test stress --test thread_churn --test global_alloc \
+    --test tiny --test outbox
 cargo test -p specalloc-runtime --features serde --test stats_json
 cargo test -p specalloc-runtime --features serde --doc -- snapshot::Stats
 # The install mark of targets without weak symbols (a constructor), forced here, in a target

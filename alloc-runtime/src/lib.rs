@@ -77,7 +77,8 @@
 //! alloc+free pair costs fewer instructions than glibc's `malloc` and `free` with no change to
 //! the user's profiles. Everything else (refills, frees into other threads' spans, large
 //! objects, `realloc`, `alloc_zeroed`, the C entry points) is the Rust code compiled at the
-//! runtime's level; these lines in the user's `Cargo.toml` make it faster:
+//! runtime's level; these lines in the user's `Cargo.toml` make it all faster (the fast paths
+//! are then the optimised Rust ones, shorter still):
 //!
 //! ```toml
 //! [profile.dev.package.specalloc-runtime]

@@ -2,10 +2,11 @@
 //! class each allocation is counted in, its alignment and usable bytes, the order a freed block
 //! comes back in, frees that empty spans, frees from other threads and after the owner exited.
 //!
-//! In a `dev`-based build on x86_64 Linux these entry points start with the fast paths written
-//! in assembly (`src/generic/asm.rs`), so this checks them against the Rust definitions
-//! (`size_class::route`, `usable_size`); in a release build it checks the Rust paths the same
-//! way. One test function: the per-class counters are process-wide, and a second test running
+//! In a `dev`-based build with the runtime at opt-level 0 (`cargo test --profile dev`) on
+//! x86_64 Linux these entry points start with the fast paths written in assembly
+//! (`src/generic/asm.rs`), so this checks them against the Rust definitions
+//! (`size_class::route`, `usable_size`); in an optimised build it checks the Rust paths the
+//! same way. One test function: the per-class counters are process-wide, and a second test running
 //! beside it would move them.
 
 use std::alloc::{alloc, dealloc, Layout};

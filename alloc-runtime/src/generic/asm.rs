@@ -15,10 +15,10 @@
 //!
 //! The structure offsets and constants are operands computed from the Rust definitions
 //! (`offset_of!`, `size_of`), so the assembly follows any change of layout; the compile-time
-//! checks below pin what the instructions assume of the fields' widths. Every test of the
-//! runtime and the facade runs in a `dev`-based build, so they all run through these paths; the
-//! release builds of the same tests run the Rust paths (`tests/entry_paths.rs` checks both
-//! against the size-class table).
+//! checks below pin what the instructions assume of the fields' widths. Only a runtime compiled
+//! at opt-level 0 takes them (optimised, the Rust paths are shorter); `scripts/test-all.sh` runs
+//! the entry-point, model and multi-threaded suites in the plain `dev` profile for them, and
+//! `tests/entry_paths.rs` checks both kinds of build against the size-class table.
 
 use core::alloc::Layout;
 use core::cell::Cell;

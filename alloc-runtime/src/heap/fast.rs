@@ -88,11 +88,12 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
     }
 }
 
-/// In a `dev`-based build on x86_64 Linux (`cfg(specalloc_asm_fast)`) this and the other entry
-/// functions below but `alloc_small_with` are calls of their own: the `GlobalAlloc` methods
-/// and the size-specialised entry points take the fast paths in assembly there, and the paths
-/// still here (their misses, `realloc`, `alloc_zeroed`, the C entry points) would otherwise
-/// hold a copy of the fast path's locals in their frames for each call site, at opt-level 0.
+/// In a `dev`-based build at opt-level 0 on x86_64 Linux (`cfg(specalloc_asm_fast)`) this and
+/// the other entry functions below but `alloc_small_with` are calls of their own: the
+/// `GlobalAlloc` methods and the size-specialised entry points take the fast paths in assembly
+/// there, and the paths still here (their misses, `realloc`, `alloc_zeroed`, the C entry
+/// points) would otherwise hold a copy of the fast path's locals in their frames for each call
+/// site.
 ///
 /// Allocates a block of size class `class` (8 bytes or more) through the generic path; when
 /// `ZEROED`, its first `size` bytes read zero. Null only when the OS refuses memory.
