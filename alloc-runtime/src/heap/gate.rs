@@ -98,7 +98,12 @@ pub(crate) unsafe fn take_with<const ZEROED: bool>(
         if p as usize != 0 {
             return p;
         }
-        return slow(class, size, ZEROED);
+        // The miss with the arguments the Rust path gives it (the tiny class's own).
+        return if tiny {
+            slow(crate::span::TINY_CLASS, crate::span::TINY_SIZE, ZEROED)
+        } else {
+            slow(class, size, ZEROED)
+        };
     }
     // SAFETY: the current heap is this thread's heap or the sentinel, whose spans have no free
     // block (the miss then calls `slow`).
