@@ -14,7 +14,7 @@ use core::cell::{Cell, UnsafeCell};
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
 use core::sync::atomic::Ordering;
-use core::sync::atomic::{AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
 
 /// `c.get()`.
 #[inline(always)]
@@ -170,4 +170,37 @@ pub(crate) fn load_usize(a: &AtomicUsize) -> usize {
         any(target_arch = "x86_64", target_arch = "aarch64")
     )))]
     a.load(Ordering::Relaxed)
+}
+
+/// `a.load(Relaxed)` for a 32-bit count: one `mov` (x86_64) or `ldr` (aarch64) in `dev`-based
+/// builds, as [`load_u64`].
+#[inline(always)]
+pub(crate) fn load_u32(a: &AtomicU32) -> u32 {
+    #[cfg(all(specalloc_out_of_line, target_arch = "x86_64"))]
+    {
+        let v: u32;
+        // SAFETY: `a` is a live, aligned 4-byte atomic; an aligned `mov` is single-copy atomic.
+        unsafe {
+            core::arch::asm!("mov {v:e}, dword ptr [{p}]", p = in(reg) a as *const AtomicU32,
+                v = out(reg) v, options(nostack, preserves_flags, readonly))
+        };
+        v
+    }
+    #[cfg(not(all(specalloc_out_of_line, target_arch = "x86_64")))]
+    a.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// `a.store(v, Release)` for a 32-bit count: one `mov` on x86_64 (whose stores are ordered
+/// after earlier ones), in every build.
+#[inline(always)]
+pub(crate) fn store_u32_release(a: &AtomicU32, v: u32) {
+    #[cfg(all(specalloc_out_of_line, target_arch = "x86_64"))]
+    // SAFETY: `a` is a live, aligned 4-byte atomic; an aligned `mov` is single-copy atomic and,
+    // on x86_64, a release store.
+    unsafe {
+        core::arch::asm!("mov dword ptr [{p}], {v:e}", p = in(reg) a as *const AtomicU32,
+            v = in(reg) v, options(nostack, preserves_flags))
+    };
+    #[cfg(not(all(specalloc_out_of_line, target_arch = "x86_64")))]
+    a.store(v, core::sync::atomic::Ordering::Release)
 }

@@ -10,7 +10,7 @@
 
 use crate::raw;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU8, AtomicUsize};
+use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize};
 
 use crate::size_class::{class_pages, class_size, NUM_CLASSES};
 
@@ -106,6 +106,34 @@ pub(crate) enum ListTag {
 /// (to move it back to the partial list).
 pub(crate) const OWNER_FULL: usize = 1;
 
+/// A span's count of used blocks: written by its owner only, with plain stores (release, which
+/// costs nothing on x86_64), and read by a trimmer holding the owner's heap's trim lock (see
+/// `trim_proto.rs`), so an atomic rather than a `Cell`.
+#[repr(transparent)]
+pub(crate) struct Count(AtomicU32);
+
+impl Count {
+    /// The count (owner, or the trim lock's holder).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> u32 {
+        crate::raw::load_u32(&self.0)
+    }
+
+    /// Sets the count (owner, or the trim lock's holder).
+    #[inline(always)]
+    pub(crate) fn set(&self, v: u32) {
+        crate::raw::store_u32_release(&self.0, v)
+    }
+
+    /// The atomic, for the trim protocol's reads.
+    #[inline(always)]
+    pub(crate) fn atomic(&self) -> &AtomicU32 {
+        &self.0
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Count>() == 4);
+
 /// A span descriptor: two cache lines, one for what every thread reads or a remote free writes,
 /// one for what the owner's fast paths write, so that an owner allocating and freeing in a
 /// span does not take the line away from threads freeing into it, nor they from the owner.
@@ -134,7 +162,7 @@ pub(crate) struct Span {
     /// Owner-local free list.
     pub(crate) free: Cell<*mut Block>,
     /// Blocks handed out and not yet freed locally, plus one while the span is current.
-    pub(crate) used: Cell<u32>,
+    pub(crate) used: Count,
     /// Every block on `free` reads zero past its first word.
     pub(crate) free_zero: Cell<bool>,
     /// Which list the span is on; see [`ListTag`].
@@ -158,7 +186,7 @@ impl Span {
     pub(crate) const fn zeroed() -> Span {
         Span {
             free: Cell::new(core::ptr::null_mut()),
-            used: Cell::new(0),
+            used: Count(AtomicU32::new(0)),
             free_zero: Cell::new(false),
             class: Cell::new(0),
             list: Cell::new(0),

@@ -47,7 +47,7 @@ fn field_types<'a>(
     c: &'a ClassCache,
 ) -> (
     (&'a AtomicUsize, &'a Cell<u8>, &'a Cell<*mut Block>),
-    (&'a Cell<u32>, &'a Cell<bool>, &'a AtomicU64),
+    (&'a crate::span::Count, &'a Cell<bool>, &'a AtomicU64),
     &'static [u8],
 ) {
     (

@@ -49,7 +49,7 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
         }
         let fresh = raw::get(&span.free_zero);
         raw::set(&span.free, raw::as_ref(b).next);
-        raw::set(&span.used, raw::get(&span.used) + 1);
+        span.used.set(span.used.get() + 1);
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
@@ -77,7 +77,7 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
             return slow(TINY_CLASS, TINY_SIZE, ZEROED);
         }
         raw::set(&span.free, narrow_next(b));
-        raw::set(&span.used, raw::get(&span.used) + 1);
+        span.used.set(span.used.get() + 1);
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
@@ -186,8 +186,8 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
         }
         inc(&raw::at(&raw::as_ref(heap).classes, class).frees);
         // Last, so that the test below reads the flags of the decrement.
-        let used = raw::get(&span.used) - 1;
-        raw::set(&span.used, used);
+        let used = span.used.get() - 1;
+        span.used.set(used);
         if used == 0 {
             slow::span_emptied(&*heap, span);
         }

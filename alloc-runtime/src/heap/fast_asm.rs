@@ -38,7 +38,7 @@ fn field_types<'a>(
     c: &'a ClassCache,
 ) -> (
     (&'a Cell<*mut Span>, &'a AtomicU64),
-    (&'a Cell<*mut Block>, &'a Cell<u32>),
+    (&'a Cell<*mut Block>, &'a crate::span::Count),
 ) {
     ((&c.current, &c.allocs), (&s.free, &s.used))
 }

@@ -1,0 +1,313 @@
+//! loom models of the idle-heap trim protocol (`src/trim_proto.rs`, with the remote-free push of
+//! `src/remote_proto.rs`, both compiled here with loom's atomics): the background trimmer gives
+//! a span back only when none of its blocks is live, and never while the owner, its fast path
+//! or a freeing thread still touches it; an owner's slow path that acts on what its fast path saw
+//! before the trimmer took the span finds it gone; the owner's exit (its spans handed to the
+//! central pool) and a later owner's refill (a span taken back and allocated from) exclude the
+//! trimmer.
+//!
+//! The owner's and the trimmer's steps mirror `src/heap/fast.rs` (a local free: a push and a
+//! store of `used`), `src/heap/slow.rs` (`span_emptied`, `refill`), `src/heap/lifecycle.rs`
+//! (`abandon`) and `src/heap/idle.rs` (`give_back_empty`). The span's owner-only state (its list,
+//! its local free list) and each block's memory are loom `UnsafeCell`s: loom fails a model in
+//! which two threads touch one without an order between them, so "the trimmer gave the span back
+//! while a free still wrote into it" and "the owner and the trimmer both moved the span" fail.
+
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+mod proto {
+    pub use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+    pub fn spin_loop() {
+        loom::thread::yield_now();
+    }
+
+    /// The runtime's chunk size minus one: links are chunk offsets.
+    pub const LINK_MASK: usize = (4 << 20) - 1;
+
+    include!("../src/remote_proto.rs");
+    include!("../src/trim_proto.rs");
+}
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use loom::sync::Arc;
+
+/// The model's blocks live in one leaked, 4 MiB-aligned region, like a chunk.
+fn arena() -> usize {
+    static ARENA: OnceLock<usize> = OnceLock::new();
+    *ARENA.get_or_init(|| {
+        let layout = std::alloc::Layout::from_size_align(64 << 10, 4 << 20).unwrap();
+        // SAFETY: a non-zero-sized layout; the region is leaked on purpose.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!p.is_null());
+        p as usize
+    })
+}
+
+/// Where the span is, as its owner's lists (or the trimmer's release) left it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Place {
+    /// On the owner's partial list.
+    Partial,
+    /// The owner's current span (pinned).
+    Current,
+    /// Given back to the page heap.
+    Released,
+    /// In the central pool (its owner exited).
+    Central,
+}
+
+/// Blocks of the model's span.
+const BLOCKS: usize = 2;
+
+/// A stand-in for a span and its heap's trim lock.
+struct Model {
+    /// The heap's trim lock.
+    lock: AtomicU32,
+    /// The span's remote word.
+    remote: AtomicUsize,
+    /// The span's count of used blocks (`Span::used`).
+    used: AtomicU32,
+    /// The owner's view of the span: its list.
+    place: UnsafeCell<Place>,
+    /// Blocks on the local free list.
+    local_free: UnsafeCell<u32>,
+    /// Each block's memory.
+    memory: [UnsafeCell<u64>; BLOCKS],
+    /// Times the span was given back (by the owner or the trimmer).
+    releases: AtomicUsize,
+    /// Offset of this model's blocks in the arena (tests run in parallel).
+    base: usize,
+}
+
+impl Model {
+    /// A partial span with every block live.
+    fn new(base: usize) -> Arc<Model> {
+        Arc::new(Model {
+            lock: AtomicU32::new(proto::FREE),
+            remote: AtomicUsize::new(0),
+            used: AtomicU32::new(BLOCKS as u32),
+            place: UnsafeCell::new(Place::Partial),
+            local_free: UnsafeCell::new(0),
+            memory: std::array::from_fn(|_| UnsafeCell::new(0)),
+            releases: AtomicUsize::new(0),
+            base,
+        })
+    }
+
+    fn block(&self, i: usize) -> usize {
+        arena() + 64 + self.base + 8 * i
+    }
+
+    /// Whoever gives the span back reuses its pages: every block's memory is written.
+    fn release(&self) {
+        for m in &self.memory {
+            m.with_mut(|p| unsafe { *p = 0xdead });
+        }
+        self.local_free.with_mut(|p| unsafe { *p = 0 });
+        self.place.with_mut(|p| unsafe { *p = Place::Released });
+        self.releases.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The owner's local free of block `i` (`fast.rs`): the block's link, the push, the count;
+    /// at zero, the slow path (`slow::span_emptied`), which looks again under the lock.
+    fn free_local(&self, i: usize) {
+        self.memory[i].with_mut(|p| unsafe { *p = 1 });
+        self.local_free.with_mut(|p| unsafe { *p += 1 });
+        let used = self.used.load(Ordering::Relaxed) - 1;
+        self.used.store(used, Ordering::Release);
+        if used == 0 {
+            let took = proto::owner_enter(&self.lock);
+            let place = self.place.with(|p| unsafe { *p });
+            if place == Place::Partial && self.used.load(Ordering::Relaxed) == 0 {
+                self.release();
+            }
+            if took {
+                proto::owner_leave(&self.lock);
+            }
+        }
+    }
+
+    /// Another thread's free of block `i`: its link, then the push on the remote list.
+    fn free_remote(&self, i: usize) {
+        self.memory[i].with_mut(|p| unsafe { *p = 2 });
+        // SAFETY: a block of the model's arena, freed once, ours until published.
+        while !unsafe { proto::try_push(&self.remote, self.block(i), true) } {
+            loom::thread::yield_now();
+        }
+    }
+
+    /// The trimmer (`idle::trim`): gives the span back if it holds no live block.
+    fn trim(&self) {
+        if !proto::trimmer_try(&self.lock) {
+            return;
+        }
+        let place = self.place.with(|p| unsafe { *p });
+        if place == Place::Partial && proto::holds_no_live_block(&self.remote, &self.used) {
+            // `collect_remote`: the list taken, the count subtracted.
+            let (_, n) = proto::take_remote(&self.remote);
+            let used = self.used.load(Ordering::Relaxed) - n as u32;
+            assert_eq!(used, 0, "a span with no live block counts none");
+            self.used.store(used, Ordering::Release);
+            self.release();
+        }
+        proto::trimmer_leave(&self.lock);
+    }
+
+    /// The owner's exit (`lifecycle::abandon`) under its lock: a span still on its list goes to
+    /// the central pool with its remote list.
+    fn exit(&self) {
+        let took = proto::owner_enter(&self.lock);
+        assert!(took);
+        self.place.with_mut(|p| unsafe {
+            if *p == Place::Partial {
+                *p = Place::Central;
+            }
+        });
+        proto::owner_leave(&self.lock);
+    }
+
+    /// A refill (`slow::refill`) under the lock: the span, if still on the partial list, becomes
+    /// current (pinned), its remote frees are collected and a block is handed out of it.
+    /// Returns whether it allocated from the span.
+    fn refill_and_allocate(&self) -> bool {
+        let took = proto::owner_enter(&self.lock);
+        assert!(took);
+        let got = self.place.with(|p| unsafe { *p }) == Place::Partial;
+        if got {
+            self.place.with_mut(|p| unsafe { *p = Place::Current });
+            let pinned = self.used.load(Ordering::Relaxed) + 1;
+            self.used.store(pinned, Ordering::Release);
+            let (_, n) = proto::take_remote(&self.remote);
+            let used = self.used.load(Ordering::Relaxed) - n as u32;
+            self.used.store(used, Ordering::Release);
+            self.local_free.with_mut(|p| unsafe { *p += n as u32 });
+            let free = self.local_free.with(|p| unsafe { *p });
+            assert!(free > 0, "a refilled span with no free block");
+            // The allocation (fast path): a block popped and written.
+            self.local_free.with_mut(|p| unsafe { *p -= 1 });
+            self.used.store(used + 1, Ordering::Release);
+            self.memory[0].with_mut(|p| unsafe { *p = 3 });
+        }
+        proto::owner_leave(&self.lock);
+        got
+    }
+}
+
+/// One block freed locally, the other by another thread, the trimmer between: the span is given
+/// back exactly once (by whichever sees it empty), and never while a free still writes into it.
+#[test]
+fn trimmer_against_local_and_remote_frees() {
+    loom::model(|| {
+        let m = Model::new(0);
+        let (m1, m2) = (m.clone(), m.clone());
+        let remote = loom::thread::spawn(move || m1.free_remote(1));
+        let trimmer = loom::thread::spawn(move || m2.trim());
+        m.free_local(0);
+        remote.join().unwrap();
+        trimmer.join().unwrap();
+        // The owner's span_emptied saw `used` at zero only if no remote block was pending; the
+        // span is given back at most once, and it is once the trimmer saw it empty.
+        let releases = m.releases.load(Ordering::Relaxed);
+        assert!(releases <= 1, "given back {releases} times");
+        let place = m.place.with(|p| unsafe { *p });
+        assert_eq!(place == Place::Released, releases == 1);
+    });
+}
+
+/// Both blocks freed by other threads, the trimmer racing them twice: given back at most once,
+/// only after both pushes.
+#[test]
+fn trimmer_against_two_remote_frees() {
+    loom::model(|| {
+        let m = Model::new(256);
+        let (m1, m2) = (m.clone(), m.clone());
+        let a = loom::thread::spawn(move || m1.free_remote(0));
+        let b = loom::thread::spawn(move || m2.free_remote(1));
+        m.trim();
+        a.join().unwrap();
+        b.join().unwrap();
+        m.trim();
+        assert_eq!(
+            m.releases.load(Ordering::Relaxed),
+            1,
+            "the second trim finds it empty"
+        );
+    });
+}
+
+/// The owner exits (its spans to the central pool) while the trimmer runs and the last block is
+/// freed remotely: the span is either given back by the trimmer or pooled, never both; pooled, it
+/// keeps the pending block for its adopter.
+#[test]
+fn trimmer_against_owner_exit() {
+    loom::model(|| {
+        let m = Model::new(512);
+        // The owner freed block 0 before (no emptying: block 1 is live).
+        m.free_local(0);
+        let (m1, m2) = (m.clone(), m.clone());
+        let remote = loom::thread::spawn(move || m1.free_remote(1));
+        let trimmer = loom::thread::spawn(move || m2.trim());
+        m.exit();
+        remote.join().unwrap();
+        trimmer.join().unwrap();
+        let place = m.place.with(|p| unsafe { *p });
+        let releases = m.releases.load(Ordering::Relaxed);
+        match place {
+            Place::Released => assert_eq!(releases, 1),
+            Place::Central => {
+                assert_eq!(releases, 0);
+                // The adopter collects the remote block: the count is whole.
+                let (_, n) = proto::take_remote(&m.remote);
+                assert_eq!(m.used.load(Ordering::Relaxed) as usize, n);
+            }
+            p => panic!("span left {p:?}"),
+        }
+    });
+}
+
+/// A later owner (the heap reused by a new thread) refills from the span while the trimmer runs:
+/// it never allocates from a span the trimmer gave back, and the trimmer never gives back the
+/// span it allocates from.
+#[test]
+fn trimmer_against_refill() {
+    loom::model(|| {
+        let m = Model::new(768);
+        m.free_local(0);
+        let (m1, m2) = (m.clone(), m.clone());
+        let remote = loom::thread::spawn(move || m1.free_remote(1));
+        let trimmer = loom::thread::spawn(move || m2.trim());
+        let got = m.refill_and_allocate();
+        remote.join().unwrap();
+        trimmer.join().unwrap();
+        let place = m.place.with(|p| unsafe { *p });
+        let releases = m.releases.load(Ordering::Relaxed);
+        if got {
+            assert_eq!(place, Place::Current);
+            assert_eq!(releases, 0);
+        } else {
+            assert_eq!(place, Place::Released);
+            assert_eq!(releases, 1);
+        }
+    });
+}
+
+/// The owner's last local free empties the span while the trimmer looks: the trimmer may give
+/// it back between the free's store of `used` and the owner's slow path, which then finds it gone
+/// (`span_emptied` looks again under the lock); either way it is given back once.
+#[test]
+fn trimmer_against_emptying_free() {
+    loom::model(|| {
+        let m = Model::new(1024);
+        m.free_local(1);
+        let m1 = m.clone();
+        let trimmer = loom::thread::spawn(move || m1.trim());
+        m.free_local(0);
+        trimmer.join().unwrap();
+        assert_eq!(m.releases.load(Ordering::Relaxed), 1);
+        assert_eq!(m.place.with(|p| unsafe { *p }), Place::Released);
+    });
+}
