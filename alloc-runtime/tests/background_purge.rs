@@ -1,5 +1,5 @@
-//! The background purge: by default a program that frees much memory and then allocates only
-//! from its thread's cache keeps the freed pages resident (the page heap reads its clock on its
+//! The background purge: with it off (`SPECALLOC_BACKGROUND_PURGE_MS=0`), a program that frees
+//! much memory and then allocates only from its thread's cache keeps the freed pages resident (the page heap reads its clock on its
 //! own operations only); with the background purge on, set from code or by
 //! `SPECALLOC_BACKGROUND_PURGE_MS`, the same pages go back to the OS on time, and the process's
 //! resident set (`/proc/self/statm`) shrinks by them.
@@ -58,8 +58,8 @@ fn wait_returned(limit: Duration) -> Option<Duration> {
 }
 
 /// The measurement, in the child process (see the module docs). With `from_env`, the purge
-/// was turned on by the environment before `main`; else the default is measured first, and
-/// then the purge is turned on from code.
+/// was turned on by the environment before `main`; else it is measured off (by the environment)
+/// first, and then turned on from code.
 fn measure(from_env: bool) {
     let (freed, rss_freed) = free_64_mib();
     assert!(
@@ -67,9 +67,10 @@ fn measure(from_env: bool) {
         "free resident {freed} after freeing 64 MiB"
     );
     if !from_env {
+        // Turned off by the environment (`SPECALLOC_BACKGROUND_PURGE_MS=0`): no trimmer.
         assert_eq!(background_purge(), None);
-        // The default: no page-heap operation, no clock: the pages stay (three decommit
-        // delays of the default policy).
+        // No page-heap operation, no clock: the pages stay (three decommit delays of the
+        // default policy).
         idle_small(Duration::from_millis(3000));
         let kept = stats().free_resident;
         assert!(kept >= 48 * MIB, "free resident {kept} without the purge");
@@ -120,7 +121,10 @@ fn idle_memory_goes_back_only_with_the_background_purge() {
     if is_child() {
         measure(false);
     } else {
-        in_child("idle_memory_goes_back_only_with_the_background_purge", &[]);
+        in_child(
+            "idle_memory_goes_back_only_with_the_background_purge",
+            &[("SPECALLOC_BACKGROUND_PURGE_MS", "0")],
+        );
     }
 }
 

@@ -47,6 +47,44 @@ pub(crate) fn heaps_made() -> usize {
     HEAPS.lock().made
 }
 
+/// Threads with a heap of their own now.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads with a heap of their own now (the background trimmer's thread has none).
+pub(crate) fn active_heaps() -> usize {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// The heaps' part of the background trimmer's wake (see `purge.rs`): idle heaps trimmed, the
+/// central pools swept. Returns the threads with a heap of their own.
+fn background_pass() -> usize {
+    trim_idle_heaps();
+    super::central::sweep_all();
+    active_heaps()
+}
+
+/// The background trimmer's pass: every heap of a live thread whose owner entered no slow path
+/// since the last pass gives back what it holds and does not use (see `idle.rs`). Returns the
+/// bytes given back to the page heap.
+///
+/// Only the trimmer's thread calls it. A `fork` child does not have it; the heaps of the
+/// threads that did not survive the fork, and whose trim lock that thread held, stay as they
+/// are (skipped: the lock stays held).
+pub(crate) fn trim_idle_heaps() -> usize {
+    let mut bytes = 0;
+    let mut h = all_heaps();
+    while !h.is_null() {
+        // SAFETY: registry members are live heaps, never freed.
+        let hr = unsafe { &*h };
+        if hr.active.load(Ordering::Relaxed) && super::idle::idle_since_last_look(hr) {
+            bytes += super::idle::trim(hr);
+        }
+        // SAFETY: `h` is a registry member.
+        h = unsafe { next_heap(h) };
+    }
+    bytes
+}
+
 /// The next heap of the registry.
 ///
 /// # Safety
@@ -123,13 +161,26 @@ fn forget_other_threads() {
     let me = this_thread();
     let pool = HEAPS.lock();
     let mut h = pool.all;
+    let mut active = 0;
     while !h.is_null() {
         // SAFETY: registry members are live heaps; `thread` is written under the pool's lock.
         let hr = unsafe { &*h };
         if hr.thread.get() != me {
             hr.thread.set(0);
+        } else if hr.active.load(Ordering::Relaxed) {
+            active += 1;
         }
         h = hr.all_next.get();
+    }
+    // The other threads' heaps stay marked active (nothing tears them down): the trimmer gives
+    // back what they hold, but they count no longer.
+    ACTIVE.store(active, Ordering::Relaxed);
+    let mut h = pool.free;
+    while !h.is_null() {
+        // SAFETY: pooled heaps are live registry members, linked under the pool's lock.
+        let hr = unsafe { &*h };
+        super::trimlock::fork_child_free(hr);
+        h = hr.pool_next.get();
     }
 }
 
@@ -169,9 +220,12 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     let h = new_heap(this_thread()).ok_or(NoHeap::OutOfMemory)?;
     // SAFETY: `h` is a live heap nobody else uses.
     unsafe { (*h).active.store(true, Ordering::Relaxed) };
+    let active = ACTIVE.fetch_add(1, Ordering::Relaxed) + 1;
     tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
+    // The heap is this thread's now: the trimmer's thread, whose creation allocates, may start.
+    crate::purge::heap_made(active);
     Ok(h)
 }
 
@@ -267,6 +321,7 @@ fn thread_key() -> Key {
 ///   thread that finds none is served by the fallback heap, slower).
 extern "C" fn on_load() {
     LOADED.store(true, Ordering::Release);
+    crate::purge::set_heap_work(background_pass);
     if os::at_fork(fork_prepare, fork_parent, fork_child).is_err() {
         os::write_stderr(
             b"specalloc: could not register its fork handlers (out of memory); a child forked \
@@ -308,6 +363,11 @@ extern "C" fn fork_prepare() {
     if FORKS.nested(this_thread()) {
         return;
     }
+    // First, this thread's heap's trim lock, as its slow paths take it: the background
+    // trimmer does not survive the fork, and must not be in the middle of this heap (the one the
+    // child goes on with) when the process is copied. Before deliveries are held back: the
+    // trimmer may be waiting to deliver while it holds the lock.
+    hold_own_heap(true);
     remote::fork_prepare();
     #[cfg(feature = "test-hooks")]
     crate::hooks::in_fork_prepare();
@@ -374,6 +434,23 @@ fn release_fork_locks() {
         FALLBACK.raw_unlock();
         KEY_LOCK.raw_unlock();
     }
+    hold_own_heap(false);
+}
+
+/// Takes (`true`) or releases this thread's heap's trim lock around a `fork` (see
+/// [`fork_prepare`]); nothing for a thread without a heap.
+fn hold_own_heap(take: bool) {
+    let h = tls::locals().heap.get();
+    if h == empty_heap() {
+        return;
+    }
+    // SAFETY: this thread's live heap.
+    let h = unsafe { &*h };
+    if take {
+        super::trimlock::fork_hold(h);
+    } else {
+        super::trimlock::fork_release(h);
+    }
 }
 
 /// `fork` parent handler (see [`ForkEnd`] for each case).
@@ -432,8 +509,10 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     if h.is_null() {
         return;
     }
-    // First, while the heap is still this thread's: the frees it gathered for other spans.
     // SAFETY: `h` is this thread's live heap.
+    let inside = unsafe { &*h }.enter();
+    // First, while the heap is still this thread's: the frees it gathered for other spans.
+    // SAFETY: as above.
     publish_outboxes(unsafe { &*h });
     let locals = tls::locals();
     locals.exited.set(true);
@@ -443,8 +522,10 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     tls::forget_spec_heap();
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };
+    drop(inside);
     // SAFETY: `h` is live; the pool takes it back.
     unsafe { (*h).active.store(false, Ordering::Relaxed) };
+    ACTIVE.fetch_sub(1, Ordering::Relaxed);
     let mut pool = HEAPS.lock();
     // SAFETY: as above.
     unsafe {

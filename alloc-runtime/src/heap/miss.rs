@@ -35,7 +35,9 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
         };
     }
     // SAFETY: a live heap from the pool; this thread is its only user.
-    alloc_from(unsafe { &*heap }, class, size, zeroed)
+    let h = unsafe { &*heap };
+    let _inside = h.enter();
+    alloc_from(h, class, size, zeroed)
 }
 
 /// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,
@@ -51,6 +53,11 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
 #[inline(never)]
 pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
+    // The sentinel heap (a thread without a heap) owns nothing and is never trimmed.
+    let _inside = (heap != empty_heap()).then(|| {
+        // SAFETY: a heap other than the sentinel is this thread's live heap.
+        unsafe { &*heap }.enter()
+    });
     let owner = span.owner_word();
     // The sentinel heap owns no span, so this never matches for a thread without a heap.
     if owner == heap as usize | OWNER_FULL {

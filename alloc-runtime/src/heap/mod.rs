@@ -10,10 +10,12 @@
 //! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
+//! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
 //! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
 //! | `central.rs` | the per-class pools of spans abandoned by exited threads |
 //! | `owned.rs` | an owner's span operations: collecting remote frees, releasing a span |
 //! | `reserve.rs` | the runs of pages a thread takes for its new spans a few at a time |
+//! | `trimlock.rs` | the trim lock an owner's slow paths hold and the trimmer tries |
 //! | `tls.rs` | the thread-locals that find this thread's heap |
 //! | `mod.rs` | the [`Heap`] struct and the sentinel heap |
 //! | `list.rs` | [`SpanList`], the intrusive doubly linked list of spans |
@@ -48,7 +50,7 @@
 
 use core::cell::Cell;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
@@ -57,6 +59,7 @@ mod fast;
 #[cfg(specalloc_asm_fast)]
 mod fast_asm;
 mod gate;
+mod idle;
 mod lifecycle;
 mod list;
 mod miss;
@@ -64,6 +67,7 @@ mod owned;
 mod reserve;
 mod slow;
 mod tls;
+mod trimlock;
 
 pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
 pub(crate) use fast::{alloc_small, alloc_small_with, alloc_tiny, free_small, free_tiny};
@@ -136,6 +140,13 @@ pub(crate) struct Heap {
     thread: Cell<usize>,
     /// A thread is using this heap.
     pub(crate) active: AtomicBool,
+    /// The trim lock (see `trim_proto.rs`): the owner holds it on its slow paths, the trimmer
+    /// while it gives the heap's unused memory back.
+    trim: AtomicU32,
+    /// Slow paths the owner entered (wrapping); written by the owner under the trim lock.
+    slow_entries: AtomicU32,
+    /// [`Heap::slow_entries`] when the trimmer last looked (the trimmer's own).
+    trim_seen: AtomicU32,
 }
 
 impl Heap {
@@ -173,6 +184,9 @@ impl Heap {
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),
             active: AtomicBool::new(false),
+            trim: AtomicU32::new(0),
+            slow_entries: AtomicU32::new(0),
+            trim_seen: AtomicU32::new(0),
         };
         // Every class starts at the sentinel span, whose free list is empty.
         let mut j = 0;

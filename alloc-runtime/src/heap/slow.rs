@@ -235,6 +235,14 @@ pub(super) fn process_delayed(h: &Heap, exiting: bool) {
 #[cold]
 #[inline(never)]
 pub(crate) extern "C" fn span_emptied(h: &Heap, s: &Span) {
+    let _inside = h.enter();
+    // As in `wake_parked`: the trimmer may have given the span back since the free.
+    if s.owner_word() & !OWNER_FULL != h.addr()
+        || s.used.get() != 0
+        || !matches!(s.tag(), ListTag::Partial | ListTag::Full)
+    {
+        return;
+    }
     let bytes = s.npages.get() as usize * crate::size_class::PAGE_SIZE;
     if s.tag() == ListTag::Partial && h.empty_kept.get() + bytes <= EMPTY_KEEP {
         // Keep it on the partial list for the next refill of its class: a program that frees
@@ -243,13 +251,10 @@ pub(crate) extern "C" fn span_emptied(h: &Heap, s: &Span) {
         h.empty_kept.set(h.empty_kept.get() + bytes);
         return;
     }
-    match s.tag() {
-        ListTag::Partial => h.classes[s.class.get() as usize].partial.unlink(s),
-        ListTag::Full => h.full.unlink(s),
-        t => {
-            debug_assert!(false, "emptied span on list {t:?}");
-            return;
-        }
+    if s.tag() == ListTag::Partial {
+        h.classes[s.class.get() as usize].partial.unlink(s);
+    } else {
+        h.full.unlink(s);
     }
     s.set_tag(ListTag::None);
     // SAFETY: no live block, and we just took it off its list.
@@ -291,6 +296,12 @@ pub(super) unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
 #[cold]
 #[inline(never)]
 extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
+    let _inside = h.enter();
+    // The free that called this happened before the trim lock was taken: meanwhile the trimmer
+    // may have given the span back (it had no live block left), and it is no longer ours.
+    if span.owner_word() != h.addr() | OWNER_FULL || span.tag() != ListTag::Full {
+        return;
+    }
     unpark(h, span);
     if used == 0 {
         span_emptied(h, span);
@@ -547,6 +558,7 @@ pub(crate) fn trim_thread() -> usize {
     }
     // SAFETY: this thread's live heap.
     let h = unsafe { &*heap };
+    let _inside = h.enter();
     publish_outboxes(h);
     process_delayed(h, false);
     let mut bytes = 0;

@@ -1,0 +1,99 @@
+//! The background trimmer's work on one heap: what an idle thread's heap holds that no block
+//! of the program is in gives back to the page heap, without the thread. Under the heap's trim
+//! lock (`trimlock.rs`, which the owner holds on every slow path), so only while the owner is not
+//! in one; the current spans stay the owner's (its fast path allocates from them without a lock).
+//!
+//! Given back: the outboxes (published to their spans), the kept empty spans, every span on the
+//! partial and full lists whose blocks have all been freed (by the owner or, onto their remote
+//! lists, by other threads), those of the delayed list, and the reserve of page runs.
+
+use core::sync::atomic::Ordering;
+
+use super::list::SpanList;
+use super::owned::{collect_remote, release_span};
+use super::slow::publish_outboxes;
+use super::trimlock::{no_live_block, trimmer_leave, trimmer_try};
+use super::Heap;
+use crate::remote;
+use crate::span::{ListTag, Span};
+
+/// Gives back what `h` holds and does not use, unless its owner is in a slow path. Returns the
+/// bytes given back to the page heap.
+pub(super) fn trim(h: &Heap) -> usize {
+    if !trimmer_try(&h.trim) {
+        return 0;
+    }
+    // Its thread may have exited since the caller looked (it gave everything away then).
+    let bytes = if h.active.load(Ordering::Relaxed) {
+        trim_locked(h)
+    } else {
+        0
+    };
+    trimmer_leave(&h.trim);
+    bytes
+}
+
+/// Whether `h`'s owner entered no slow path since the last call (the first call says no).
+pub(super) fn idle_since_last_look(h: &Heap) -> bool {
+    let now = h.slow_entries.load(Ordering::Relaxed);
+    let seen = h.trim_seen.swap(now, Ordering::Relaxed);
+    seen == now
+}
+
+/// [`trim`] with the lock held.
+fn trim_locked(h: &Heap) -> usize {
+    publish_outboxes(h);
+    // Spans other threads delivered: the empty ones are taken off the delayed list (and given
+    // back below, or here if their owner already let them go); the others go back on it, as
+    // delivered, for the owner.
+    let mut p = remote::take_delayed(&h.delayed);
+    while p != 0 {
+        // SAFETY: a delivered span stays allocated, and owned by `h`, until it is taken off the
+        // delayed list, which we now hold (see `slow::process_delayed`).
+        let s = unsafe { &*(p as *const Span) };
+        p = s.delayed_next.load(Ordering::Relaxed);
+        let tag = s.tag();
+        let empty = tag == ListTag::Releasing
+            || (matches!(tag, ListTag::Partial | ListTag::Full) && no_live_block(s));
+        if !empty {
+            remote::push_delayed(&h.delayed, s as *const Span as usize, &s.delayed_next);
+            continue;
+        }
+        remote::take_delivered(&s.remote);
+        if tag == ListTag::Releasing {
+            s.set_tag(ListTag::None);
+            // SAFETY: an empty span on no list, owned by `h`, off the delayed list.
+            unsafe { release_span(s) };
+        }
+    }
+    let mut bytes = 0;
+    for cc in &h.classes[1..] {
+        bytes += give_back_empty(&cc.partial);
+    }
+    bytes += give_back_empty(&h.full);
+    // Every span left on a partial list holds a live block.
+    h.empty_kept.set(0);
+    bytes + super::reserve::release(h)
+}
+
+/// Gives back the spans of `list` that hold no live block; keeps the others in their order.
+fn give_back_empty(list: &SpanList) -> usize {
+    let keep = SpanList::new();
+    let mut bytes = 0;
+    while let Some(s) = list.pop_front() {
+        if no_live_block(s) {
+            collect_remote(s);
+            debug_assert_eq!(s.used.get(), 0);
+            bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+            s.set_tag(ListTag::None);
+            // SAFETY: owned by `h` (whose trim lock we hold), no live block, off its list.
+            unsafe { release_span(s) };
+        } else {
+            keep.push_front(s);
+        }
+    }
+    while let Some(s) = keep.pop_front() {
+        list.push_front(s);
+    }
+    bytes
+}
