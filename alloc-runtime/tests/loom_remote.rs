@@ -15,7 +15,9 @@
 
 #![allow(dead_code)]
 
-use std::sync::OnceLock;
+mod loom_arena;
+
+use loom_arena::arena;
 
 mod proto {
     pub use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -33,19 +35,6 @@ mod proto {
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use proto::{Pushed, DELIVERED, NOTIFY, STATE_MASK};
-
-/// The model's blocks live in one leaked, 4 MiB-aligned region, like a chunk (links are offsets
-/// within it; offset 0 is never a block).
-fn arena() -> usize {
-    static ARENA: OnceLock<usize> = OnceLock::new();
-    *ARENA.get_or_init(|| {
-        let layout = std::alloc::Layout::from_size_align(64 << 10, 4 << 20).unwrap();
-        // SAFETY: a non-zero-sized layout; the region is leaked on purpose.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        assert!(!p.is_null());
-        p as usize
-    })
-}
 
 /// Block `i` of the model (8-byte slots from offset 64). Tests run in parallel threads of one
 /// process: each uses its own range of blocks.

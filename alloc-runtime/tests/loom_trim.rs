@@ -15,7 +15,9 @@
 
 #![allow(dead_code)]
 
-use std::sync::OnceLock;
+mod loom_arena;
+
+use loom_arena::arena;
 
 mod proto {
     pub use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -34,18 +36,6 @@ mod proto {
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use loom::sync::Arc;
-
-/// The model's blocks live in one leaked, 4 MiB-aligned region, like a chunk.
-fn arena() -> usize {
-    static ARENA: OnceLock<usize> = OnceLock::new();
-    *ARENA.get_or_init(|| {
-        let layout = std::alloc::Layout::from_size_align(64 << 10, 4 << 20).unwrap();
-        // SAFETY: a non-zero-sized layout; the region is leaked on purpose.
-        let p = unsafe { std::alloc::alloc_zeroed(layout) };
-        assert!(!p.is_null());
-        p as usize
-    })
-}
 
 /// Where the span is, as its owner's lists (or the trimmer's release) left it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -98,30 +88,62 @@ impl Model {
         })
     }
 
+    /// The span's place (owner-side state, a loom cell: loom checks that every access is
+    /// ordered after the last write by another thread).
+    fn place(&self) -> Place {
+        // SAFETY: loom's cell hands out the pointer only for this read, and fails the model if
+        // another thread's access is not ordered with it.
+        self.place.with(|p| unsafe { *p })
+    }
+
+    /// Sets the span's place (see [`Model::place`]).
+    fn set_place(&self, to: Place) {
+        // SAFETY: as in `place`, for a write.
+        self.place.with_mut(|p| unsafe { *p = to });
+    }
+
+    /// Blocks on the local free list.
+    fn local_free(&self) -> u32 {
+        // SAFETY: as in `place`.
+        self.local_free.with(|p| unsafe { *p })
+    }
+
+    /// Sets the count of blocks on the local free list.
+    fn set_local_free(&self, n: u32) {
+        // SAFETY: as in `place`, for a write.
+        self.local_free.with_mut(|p| unsafe { *p = n });
+    }
+
+    /// Writes block `i`'s memory.
+    fn write_block(&self, i: usize, v: u64) {
+        // SAFETY: as in `place`, for a write.
+        self.memory[i].with_mut(|p| unsafe { *p = v });
+    }
+
     fn block(&self, i: usize) -> usize {
         arena() + 64 + self.base + 8 * i
     }
 
     /// Whoever gives the span back reuses its pages: every block's memory is written.
     fn release(&self) {
-        for m in &self.memory {
-            m.with_mut(|p| unsafe { *p = 0xdead });
+        for i in 0..BLOCKS {
+            self.write_block(i, 0xdead);
         }
-        self.local_free.with_mut(|p| unsafe { *p = 0 });
-        self.place.with_mut(|p| unsafe { *p = Place::Released });
+        self.set_local_free(0);
+        self.set_place(Place::Released);
         self.releases.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The owner's local free of block `i` (`fast.rs`): the block's link, the push, the count;
     /// at zero, the slow path (`slow::span_emptied`), which looks again under the lock.
     fn free_local(&self, i: usize) {
-        self.memory[i].with_mut(|p| unsafe { *p = 1 });
-        self.local_free.with_mut(|p| unsafe { *p += 1 });
+        self.write_block(i, 1);
+        self.set_local_free(self.local_free() + 1);
         let used = self.used.load(Ordering::Relaxed) - 1;
         self.used.store(used, Ordering::Release);
         if used == 0 {
             let took = proto::owner_enter(&self.lock);
-            let place = self.place.with(|p| unsafe { *p });
+            let place = self.place();
             if place == Place::Partial && self.used.load(Ordering::Relaxed) == 0 {
                 self.release();
             }
@@ -133,7 +155,7 @@ impl Model {
 
     /// Another thread's free of block `i`: its link, then the push on the remote list.
     fn free_remote(&self, i: usize) {
-        self.memory[i].with_mut(|p| unsafe { *p = 2 });
+        self.write_block(i, 2);
         // SAFETY: a block of the model's arena, freed once, ours until published.
         while !unsafe { proto::try_push(&self.remote, self.block(i), true) } {
             loom::thread::yield_now();
@@ -145,7 +167,7 @@ impl Model {
         if !proto::trimmer_try(&self.lock) {
             return;
         }
-        let place = self.place.with(|p| unsafe { *p });
+        let place = self.place();
         if place == Place::Partial && proto::holds_no_live_block(&self.remote, &self.used) {
             // `collect_remote`: the list taken, the count subtracted.
             let (_, n) = proto::take_remote(&self.remote);
@@ -162,11 +184,9 @@ impl Model {
     fn exit(&self) {
         let took = proto::owner_enter(&self.lock);
         assert!(took);
-        self.place.with_mut(|p| unsafe {
-            if *p == Place::Partial {
-                *p = Place::Central;
-            }
-        });
+        if self.place() == Place::Partial {
+            self.set_place(Place::Central);
+        }
         proto::owner_leave(&self.lock);
     }
 
@@ -176,21 +196,21 @@ impl Model {
     fn refill_and_allocate(&self) -> bool {
         let took = proto::owner_enter(&self.lock);
         assert!(took);
-        let got = self.place.with(|p| unsafe { *p }) == Place::Partial;
+        let got = self.place() == Place::Partial;
         if got {
-            self.place.with_mut(|p| unsafe { *p = Place::Current });
+            self.set_place(Place::Current);
             let pinned = self.used.load(Ordering::Relaxed) + 1;
             self.used.store(pinned, Ordering::Release);
             let (_, n) = proto::take_remote(&self.remote);
             let used = self.used.load(Ordering::Relaxed) - n as u32;
             self.used.store(used, Ordering::Release);
-            self.local_free.with_mut(|p| unsafe { *p += n as u32 });
-            let free = self.local_free.with(|p| unsafe { *p });
+            self.set_local_free(self.local_free() + n as u32);
+            let free = self.local_free();
             assert!(free > 0, "a refilled span with no free block");
             // The allocation (fast path): a block popped and written.
-            self.local_free.with_mut(|p| unsafe { *p -= 1 });
+            self.set_local_free(free - 1);
             self.used.store(used + 1, Ordering::Release);
-            self.memory[0].with_mut(|p| unsafe { *p = 3 });
+            self.write_block(0, 3);
         }
         proto::owner_leave(&self.lock);
         got
@@ -213,7 +233,7 @@ fn trimmer_against_local_and_remote_frees() {
         // span is given back at most once, and it is once the trimmer saw it empty.
         let releases = m.releases.load(Ordering::Relaxed);
         assert!(releases <= 1, "given back {releases} times");
-        let place = m.place.with(|p| unsafe { *p });
+        let place = m.place();
         assert_eq!(place == Place::Released, releases == 1);
     });
 }
@@ -254,7 +274,7 @@ fn trimmer_against_owner_exit() {
         m.exit();
         remote.join().unwrap();
         trimmer.join().unwrap();
-        let place = m.place.with(|p| unsafe { *p });
+        let place = m.place();
         let releases = m.releases.load(Ordering::Relaxed);
         match place {
             Place::Released => assert_eq!(releases, 1),
@@ -283,7 +303,7 @@ fn trimmer_against_refill() {
         let got = m.refill_and_allocate();
         remote.join().unwrap();
         trimmer.join().unwrap();
-        let place = m.place.with(|p| unsafe { *p });
+        let place = m.place();
         let releases = m.releases.load(Ordering::Relaxed);
         if got {
             assert_eq!(place, Place::Current);
@@ -308,6 +328,6 @@ fn trimmer_against_emptying_free() {
         m.free_local(0);
         trimmer.join().unwrap();
         assert_eq!(m.releases.load(Ordering::Relaxed), 1);
-        assert_eq!(m.place.with(|p| unsafe { *p }), Place::Released);
+        assert_eq!(m.place(), Place::Released);
     });
 }

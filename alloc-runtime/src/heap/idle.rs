@@ -78,22 +78,18 @@ fn trim_locked(h: &Heap) -> usize {
 
 /// Gives back the spans of `list` that hold no live block; keeps the others in their order.
 fn give_back_empty(list: &SpanList) -> usize {
-    let keep = SpanList::new();
     let mut bytes = 0;
-    while let Some(s) = list.pop_front() {
-        if no_live_block(s) {
-            collect_remote(s);
-            debug_assert_eq!(s.used.get(), 0);
-            bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
-            s.set_tag(ListTag::None);
-            // SAFETY: owned by `h` (whose trim lock we hold), no live block, off its list.
-            unsafe { release_span(s) };
-        } else {
-            keep.push_front(s);
+    list.retain(|s| {
+        if !no_live_block(s) {
+            return true;
         }
-    }
-    while let Some(s) = keep.pop_front() {
-        list.push_front(s);
-    }
+        collect_remote(s);
+        debug_assert_eq!(s.used.get(), 0);
+        bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+        s.set_tag(ListTag::None);
+        // SAFETY: owned by `h` (whose trim lock we hold), no live block, off its list.
+        unsafe { release_span(s) };
+        false
+    });
     bytes
 }

@@ -101,6 +101,20 @@ impl SpanList {
         Some(unsafe { &*(*head).prev.get() })
     }
 
+    /// Takes every member off the list and calls `f` on it, front to back; those for which `f`
+    /// returns true go back on, in their order (`f` owns the others).
+    pub(crate) fn retain(&self, mut f: impl FnMut(&Span) -> bool) {
+        let keep = SpanList::new();
+        while let Some(s) = self.pop_front() {
+            if f(s) {
+                keep.push_front(s);
+            }
+        }
+        while let Some(s) = keep.pop_front() {
+            self.push_front(s);
+        }
+    }
+
     /// Calls `f` on every member, front to back (`f` must not unlink them).
     pub(crate) fn for_each(&self, mut f: impl FnMut(&Span)) {
         let head = self.head.get();

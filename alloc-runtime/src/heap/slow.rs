@@ -563,21 +563,17 @@ pub(crate) fn trim_thread() -> usize {
     process_delayed(h, false);
     let mut bytes = 0;
     for cc in &h.classes[1..] {
-        let keep = super::list::SpanList::new();
-        while let Some(s) = cc.partial.pop_front() {
+        cc.partial.retain(|s| {
             collect_remote(s);
-            if s.used.get() == 0 {
-                bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
-                s.set_tag(ListTag::None);
-                // SAFETY: an owned span with no live block, just taken off its list.
-                unsafe { release_span(s) };
-            } else {
-                keep.push_front(s);
+            if s.used.get() != 0 {
+                return true;
             }
-        }
-        while let Some(s) = keep.pop_front() {
-            cc.partial.push_front(s);
-        }
+            bytes += s.npages.get() as usize * crate::size_class::PAGE_SIZE;
+            s.set_tag(ListTag::None);
+            // SAFETY: an owned span with no live block, just taken off its list.
+            unsafe { release_span(s) };
+            false
+        });
     }
     h.empty_kept.set(0);
     bytes + super::reserve::release(h)
