@@ -108,7 +108,9 @@ pub(crate) const OWNER_FULL: usize = 1;
 
 /// A span's count of used blocks: written by its owner only, with plain stores (release, which
 /// costs nothing on x86_64), and read by a trimmer holding the owner's heap's trim lock (see
-/// `trim_proto.rs`), so an atomic rather than a `Cell`.
+/// `trim_proto.rs`), so an atomic rather than a `Cell`. The fast paths change it with one
+/// instruction to memory: [`Count::add_current`] where nobody else reads it, [`Span::drop_used`]
+/// where the trimmer may.
 #[repr(transparent)]
 pub(crate) struct Count(AtomicU32);
 
@@ -123,6 +125,20 @@ impl Count {
     #[inline(always)]
     pub(crate) fn set(&self, v: u32) {
         crate::raw::store_u32_release(&self.0, v)
+    }
+
+    /// Adds one block handed out from the owner's **current** span: a plain increment (one
+    /// `add` to memory on x86_64).
+    ///
+    /// # Safety
+    /// The caller owns the span and it is its current span for its class. Nobody but the owner
+    /// reads a current span's count (the trimmer reads only listed spans', under the trim lock,
+    /// and a span becomes or stops being current only in the owner's slow paths, which hold that
+    /// lock), so this non-atomic access races with nothing.
+    #[inline(always)]
+    pub(crate) unsafe fn add_current(&self) {
+        // SAFETY: no concurrent access (above); the pointer is the live, aligned atomic's.
+        unsafe { *self.0.as_ptr() += 1 }
     }
 
     /// The atomic, for the trim protocol's reads.
@@ -182,6 +198,45 @@ const _: () = assert!(core::mem::size_of::<Span>() == 128);
 const _: () = assert!(core::mem::offset_of!(Span, free) == 64);
 
 impl Span {
+    /// Takes one block off `used` for a local free and says whether it reached zero: on x86_64
+    /// one `sub` to memory and a jump on its flags.
+    ///
+    /// The span may be listed, so a trimmer holding the trim lock may read the count at the same
+    /// time: the subtraction is a load and a release store of the aligned word (the owner is its
+    /// only writer, so the two need not be one atomic step), which is what `trim_proto.rs`
+    /// requires of it.
+    ///
+    /// # Safety
+    /// The caller owns the span.
+    #[inline(always)]
+    pub(crate) unsafe fn drop_used(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: the owner is the count's only writer. An aligned 4-byte `sub` to memory
+            // reads and writes the word single-copy atomically (a reader sees the old or the new
+            // count), and on x86_64 its store is ordered after the caller's earlier stores (the
+            // freed block's link), as a release store; the asm is a compiler barrier for memory
+            // (no `nomem`), so those stores are not moved past it.
+            unsafe {
+                core::arch::asm!(
+                    "sub dword ptr [{s} + {used}], 1",
+                    "jnz {more}",
+                    s = in(reg) self as *const Span,
+                    used = const core::mem::offset_of!(Span, used),
+                    more = label { return false; },
+                    options(nostack),
+                );
+            }
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let used = self.used.get() - 1;
+            self.used.set(used);
+            used == 0
+        }
+    }
+
     /// An all-zero descriptor (the same as fresh OS memory).
     pub(crate) const fn zeroed() -> Span {
         Span {

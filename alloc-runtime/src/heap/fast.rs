@@ -38,7 +38,8 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
     // method call would be a real call (see `crate::raw`).
     // SAFETY: `heap` is this thread's heap or the sentinel; both are valid for reads, and we
     // write only after finding a block, which the sentinel never has. The current span is owned
-    // by this heap (or is the sentinel), so its free list is ours to pop.
+    // by this heap (or is the sentinel), so its free list is ours to pop, and it is current, so
+    // its count is ours alone (`add_current`).
     unsafe {
         let cc = raw::at(&raw::as_ref(heap).classes, class);
         let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);
@@ -49,7 +50,7 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
         }
         let fresh = raw::get(&span.free_zero);
         raw::set(&span.free, raw::as_ref(b).next);
-        span.used.set(span.used.get() + 1);
+        span.used.add_current();
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
@@ -77,7 +78,7 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
             return slow(TINY_CLASS, TINY_SIZE, ZEROED);
         }
         raw::set(&span.free, narrow_next(b));
-        span.used.set(span.used.get() + 1);
+        span.used.add_current();
         inc(&cc.allocs);
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
@@ -186,9 +187,7 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
         }
         inc(&raw::at(&raw::as_ref(heap).classes, class).frees);
         // Last, so that the test below reads the flags of the decrement.
-        let used = span.used.get() - 1;
-        span.used.set(used);
-        if used == 0 {
+        if span.drop_used() {
             slow::span_emptied(&*heap, span);
         }
     }

@@ -53,43 +53,64 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
 #[inline(never)]
 pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
-    // The sentinel heap (a thread without a heap) owns nothing and is never trimmed.
-    let _inside = (heap != empty_heap()).then(|| {
-        // SAFETY: a heap other than the sentinel is this thread's live heap.
-        unsafe { &*heap }.enter()
-    });
     let owner = span.owner_word();
     // The sentinel heap owns no span, so this never matches for a thread without a heap.
     if owner == heap as usize | OWNER_FULL {
+        // A local free, as the fast path's, without the trim lock: the trimmer gives back only
+        // spans with no live block, and `p` is live until this push; `wake_parked`, which moves
+        // the span between lists, takes the lock.
         // SAFETY: `heap` is this thread's live heap and owns the span; forwarded.
         return unsafe { free_to_parked(&*heap, span, p) };
     }
     // Read before the push: once the block is published, the owner may collect it, empty the
     // span and release it, and the descriptor may be set up again for another class.
     let class = span.class.get() as usize;
-    if heap != empty_heap() && owner != 0 {
-        // Batched: a span another thread owns. A pooled span has no owner that keeps writing
-        // its remote word, and its sweeps should find its blocks back as soon as they are
-        // freed, so those frees are pushed at once.
-        // SAFETY: `heap` is this thread's live heap; `p` a live block of `span`, freed once.
-        unsafe { free_batched(&*heap, span, class, p) };
-    } else if heap != empty_heap() {
-        // SAFETY: as above.
-        unsafe { free_now(&*heap, span, class, p) };
-    } else {
-        // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it
-        // is collected (it holds a live block until then), whether an owner or a pool's sweep
-        // collects it.
-        let pushed = unsafe { remote::try_push(&span.remote, p as usize, class != TINY_CLASS) };
-        if !pushed {
-            // SAFETY: forwarded.
-            unsafe { free_other(span, p) };
+    if heap == empty_heap() {
+        // SAFETY: forwarded.
+        return unsafe { free_heapless(span, class, p, owner == 0) };
+    }
+    // SAFETY: a heap other than the sentinel is this thread's live heap.
+    let h = unsafe { &*heap };
+    {
+        // The outboxes are what the trimmer publishes of an idle heap.
+        let _inside = h.enter();
+        if owner != 0 {
+            // Batched: a span another thread owns. A pooled span has no owner that keeps
+            // writing its remote word, and its sweeps should find its blocks back as soon as
+            // they are freed, so those frees are pushed at once.
+            // SAFETY: `p` is a live block of `span`, freed once.
+            unsafe { free_batched(h, span, class, p) };
+        } else {
+            // SAFETY: as above.
+            unsafe { free_now(h, span, class, p) };
         }
     }
-    let counted = count_remote(heap, class);
-    if owner == 0 && !counted.is_null() {
+    count_remote(heap, class);
+    if owner == 0 {
         // The span was pooled (read before the push; it may be adopted since, which costs
         // nothing but an early sweep).
+        note_pooled_free(h, class);
+    }
+}
+
+/// [`free_slow`] for a thread without a heap (the sentinel's): the block is pushed at once.
+///
+/// # Safety
+/// `p` is a live block of `span`, whose class is `class`; `pooled` says the span had no owner
+/// when the caller read its owner word.
+#[cold]
+#[inline(never)]
+unsafe fn free_heapless(span: &Span, class: usize, p: *mut u8, pooled: bool) {
+    // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
+    // collected (it holds a live block until then), whether an owner or a pool's sweep collects
+    // it.
+    let pushed = unsafe { remote::try_push(&span.remote, p as usize, class != TINY_CLASS) };
+    if !pushed {
+        // SAFETY: forwarded.
+        unsafe { free_other(span, p) };
+    }
+    let counted = count_remote(empty_heap(), class);
+    if pooled && !counted.is_null() {
         // SAFETY: `counted` is this thread's live heap.
         note_pooled_free(unsafe { &*counted }, class);
     }
