@@ -1,18 +1,31 @@
 // The idle-heap trim protocol, kept free of the rest of the allocator so that the very same
-// source is compiled twice: into the runtime (with `core` atomics, see `heap/trim.rs`) and into
-// the loom model in `tests/loom_trim.rs` (with loom's atomics). The including module must bring
-// `AtomicU32`, `AtomicUsize`, `Ordering`, a `spin_loop()` function and `COUNT_SHIFT` (the
-// remote word's count field, see `remote_proto.rs`) into scope.
+// source is compiled twice: into the runtime (with `core` atomics, see `heap/trimlock.rs`) and
+// into the loom model in `tests/loom_trim.rs` (with loom's atomics). The including module must
+// bring `AtomicU32`, `AtomicUsize`, `Ordering`, the functions `spin_loop()`, `light_barrier()`
+// and `heavy_barrier() -> bool` (see the trim lock below) and `COUNT_SHIFT` (the remote word's
+// count field, see `remote_proto.rs`) into scope.
 //
 // A heap's lists (partial, full, delayed), its kept empty spans, its outboxes and its reserve are
 // touched only on its owner's slow paths; its current spans and the local free lists of its
 // spans also on the owner's fast paths, which take no lock and no atomic read-modify-write. A
 // *trimmer* (the background thread) gives an idle heap's memory back without the owner:
 //
-// - The *trim lock*, one word per heap: FREE, OWNER (the owner is in a slow path) or TRIMMER.
+// - The *trim lock*, two words per heap, one written by each side (an asymmetric Dekker lock,
+//   so that the owner's side takes no read-modify-write; see below):
+//   - the *owner word*, written by the owner only: odd while it is in a slow path, even outside;
+//     it goes up by one on each entry and each exit, so it also counts the owner's slow-path
+//     entries (a trimmer passes a heap whose word changed since its last look: not idle).
+//   - the *trimmer word*, written by the trimmer only: 1 while it tries or holds the lock.
 //   The owner takes it on entering any slow path (`owner_enter`; a slow path called from
-//   another is already inside, and does not take it again) and waits while a trimmer holds it;
-//   a trimmer only tries (`trimmer_try`), and passes a heap whose owner is inside.
+//   another is already inside, and does not take it again): it makes its word odd, then reads
+//   the trimmer word, and waits while that reads 1. A trimmer only tries (`trimmer_try`): it
+//   sets its word, then reads the owner word, and backs off (clears its word) if that is odd.
+//   Each side's read must not be ordered before its own store, which takes a full barrier
+//   between them: the trimmer's is `heavy_barrier()` (`membarrier(2)` in the runtime, which runs
+//   a full barrier on every thread of the process), the owner's `light_barrier()` (a compiler
+//   barrier in the runtime: `membarrier` supplies the hardware barrier on its side). The loom
+//   model makes both a `SeqCst` fence, which is what the pair guarantees. With both barriers in
+//   place, at most one side reads the other's word as clear, so at most one is inside.
 // - Holding it, the trimmer may do what the owner's slow paths do with the lists, the outboxes
 //   and the reserve. It never touches a current span (the owner's fast path pops from it at any
 //   time), and it takes a span off a list only when the span holds no live block
@@ -31,44 +44,50 @@
 //   slow path (and waits for the lock) to move the span. Such a slow path looks again under the
 //   lock: a span the trimmer gave back no longer names the heap as its owner.
 
-/// Trim lock: nobody holds it.
-pub const FREE: u32 = 0;
-/// Trim lock: the owner is in a slow path.
-pub const OWNER: u32 = 1;
-/// Trim lock: a trimmer holds it.
-pub const TRIMMER: u32 = 2;
-
-/// The owner enters a slow path: takes the trim lock, waiting while a trimmer holds it. Returns
-/// false when the owner already holds it (a slow path called from another): the outer one
-/// releases it.
+/// The owner enters a slow path: makes its word odd, then waits while a trimmer holds the lock.
+/// Returns the value its word takes when it leaves, or `None` when the owner is already inside
+/// (a slow path called from another): the outer one leaves.
+///
+/// The including module provides `light_barrier()`.
 #[inline]
-pub fn owner_enter(lock: &AtomicU32) -> bool {
-    loop {
-        match lock.compare_exchange(FREE, OWNER, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return true,
-            Err(OWNER) => return false,
-            Err(_) => spin_loop(),
-        }
+pub fn owner_enter(owner: &AtomicU32, trimmer: &AtomicU32) -> Option<u32> {
+    let v = owner.load(Ordering::Relaxed);
+    if v & 1 != 0 {
+        return None;
     }
+    owner.store(v.wrapping_add(1), Ordering::Relaxed);
+    light_barrier();
+    while trimmer.load(Ordering::Acquire) != 0 {
+        spin_loop();
+    }
+    Some(v.wrapping_add(2))
 }
 
-/// The owner leaves the slow path that took the lock.
+/// The owner leaves the slow path that took the lock; `to` is what [`owner_enter`] returned.
 #[inline]
-pub fn owner_leave(lock: &AtomicU32) {
-    lock.store(FREE, Ordering::Release);
+pub fn owner_leave(owner: &AtomicU32, to: u32) {
+    owner.store(to, Ordering::Release);
 }
 
-/// A trimmer tries the lock: true when it took it (the owner is not in a slow path).
+/// A trimmer tries the lock: true when it took it (the owner is not in a slow path, and the
+/// barrier could be run).
+///
+/// The including module provides `heavy_barrier() -> bool` (false: it could not be run, and the
+/// lock is not taken).
 #[inline]
-pub fn trimmer_try(lock: &AtomicU32) -> bool {
-    lock.compare_exchange(FREE, TRIMMER, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
+pub fn trimmer_try(owner: &AtomicU32, trimmer: &AtomicU32) -> bool {
+    trimmer.store(1, Ordering::Relaxed);
+    if heavy_barrier() && owner.load(Ordering::Acquire) & 1 == 0 {
+        return true;
+    }
+    trimmer.store(0, Ordering::Release);
+    false
 }
 
 /// The trimmer is done with the heap.
 #[inline]
-pub fn trimmer_leave(lock: &AtomicU32) {
-    lock.store(FREE, Ordering::Release);
+pub fn trimmer_leave(trimmer: &AtomicU32) {
+    trimmer.store(0, Ordering::Release);
 }
 
 /// Whether a non-current span of a heap whose trim lock the caller holds has no live block:

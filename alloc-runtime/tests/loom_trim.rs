@@ -4,7 +4,7 @@
 //! or a freeing thread still touches it; an owner's slow path that acts on what its fast path saw
 //! before the trimmer took the span finds it gone; the owner's exit (its spans handed to the
 //! central pool) and a later owner's refill (a span taken back and allocated from) exclude the
-//! trimmer.
+//! trimmer; the owner's appends to its outboxes exclude the trimmer's publishing of them.
 //!
 //! The owner's and the trimmer's steps mirror `src/heap/fast.rs` (a local free: a push and a
 //! store of `used`), `src/heap/slow.rs` (`span_emptied`, `refill`), `src/heap/lifecycle.rs`
@@ -24,6 +24,19 @@ mod proto {
 
     pub fn spin_loop() {
         loom::thread::yield_now();
+    }
+
+    /// The owner's side of the asymmetric barrier pair (a compiler barrier in the runtime, whose
+    /// hardware half the trimmer's `membarrier` supplies): modelled as what the pair guarantees,
+    /// a `SeqCst` fence on each side.
+    pub fn light_barrier() {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    /// The trimmer's side (`membarrier(2)` in the runtime; see [`light_barrier`]).
+    pub fn heavy_barrier() -> bool {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+        true
     }
 
     /// The runtime's chunk size minus one: links are chunk offsets.
@@ -55,8 +68,9 @@ const BLOCKS: usize = 2;
 
 /// A stand-in for a span and its heap's trim lock.
 struct Model {
-    /// The heap's trim lock.
-    lock: AtomicU32,
+    /// The heap's trim lock: the owner's word and the trimmer's.
+    owner_word: AtomicU32,
+    trimmer_word: AtomicU32,
     /// The span's remote word.
     remote: AtomicUsize,
     /// The span's count of used blocks (`Span::used`).
@@ -77,7 +91,8 @@ impl Model {
     /// A partial span with every block live.
     fn new(base: usize) -> Arc<Model> {
         Arc::new(Model {
-            lock: AtomicU32::new(proto::FREE),
+            owner_word: AtomicU32::new(0),
+            trimmer_word: AtomicU32::new(0),
             remote: AtomicUsize::new(0),
             used: AtomicU32::new(BLOCKS as u32),
             place: UnsafeCell::new(Place::Partial),
@@ -86,6 +101,18 @@ impl Model {
             releases: AtomicUsize::new(0),
             base,
         })
+    }
+
+    /// The owner enters a slow path (`Heap::enter`): `None` when already inside.
+    fn enter(&self) -> Option<u32> {
+        proto::owner_enter(&self.owner_word, &self.trimmer_word)
+    }
+
+    /// The owner leaves the slow path [`Model::enter`] entered.
+    fn leave(&self, took: Option<u32>) {
+        if let Some(to) = took {
+            proto::owner_leave(&self.owner_word, to);
+        }
     }
 
     /// The span's place (owner-side state, a loom cell: loom checks that every access is
@@ -142,14 +169,12 @@ impl Model {
         let used = self.used.load(Ordering::Relaxed) - 1;
         self.used.store(used, Ordering::Release);
         if used == 0 {
-            let took = proto::owner_enter(&self.lock);
+            let took = self.enter();
             let place = self.place();
             if place == Place::Partial && self.used.load(Ordering::Relaxed) == 0 {
                 self.release();
             }
-            if took {
-                proto::owner_leave(&self.lock);
-            }
+            self.leave(took);
         }
     }
 
@@ -164,7 +189,7 @@ impl Model {
 
     /// The trimmer (`idle::trim`): gives the span back if it holds no live block.
     fn trim(&self) {
-        if !proto::trimmer_try(&self.lock) {
+        if !proto::trimmer_try(&self.owner_word, &self.trimmer_word) {
             return;
         }
         let place = self.place();
@@ -176,26 +201,26 @@ impl Model {
             self.used.store(used, Ordering::Release);
             self.release();
         }
-        proto::trimmer_leave(&self.lock);
+        proto::trimmer_leave(&self.trimmer_word);
     }
 
     /// The owner's exit (`lifecycle::abandon`) under its lock: a span still on its list goes to
     /// the central pool with its remote list.
     fn exit(&self) {
-        let took = proto::owner_enter(&self.lock);
-        assert!(took);
+        let took = self.enter();
+        assert!(took.is_some());
         if self.place() == Place::Partial {
             self.set_place(Place::Central);
         }
-        proto::owner_leave(&self.lock);
+        self.leave(took);
     }
 
     /// A refill (`slow::refill`) under the lock: the span, if still on the partial list, becomes
     /// current (pinned), its remote frees are collected and a block is handed out of it.
     /// Returns whether it allocated from the span.
     fn refill_and_allocate(&self) -> bool {
-        let took = proto::owner_enter(&self.lock);
-        assert!(took);
+        let took = self.enter();
+        assert!(took.is_some());
         let got = self.place() == Place::Partial;
         if got {
             self.set_place(Place::Current);
@@ -212,7 +237,7 @@ impl Model {
             self.used.store(used + 1, Ordering::Release);
             self.write_block(0, 3);
         }
-        proto::owner_leave(&self.lock);
+        self.leave(took);
         got
     }
 }
@@ -329,5 +354,91 @@ fn trimmer_against_emptying_free() {
         trimmer.join().unwrap();
         assert_eq!(m.releases.load(Ordering::Relaxed), 1);
         assert_eq!(m.place(), Place::Released);
+    });
+}
+
+/// A stand-in for a heap's outboxes (`slow::free_batched`, `slow::publish_outboxes`): the owner
+/// appends the blocks it frees into other threads' spans under the trim lock (the remote-free
+/// path enters it on every such free), and the trimmer publishes an idle heap's outboxes.
+struct Outboxes {
+    owner_word: AtomicU32,
+    trimmer_word: AtomicU32,
+    /// Blocks the outbox holds (the owner's, or the lock holder's).
+    held: UnsafeCell<u32>,
+    /// Each block's link, written by the append and read by the publish.
+    links: [UnsafeCell<u64>; 2],
+    /// Blocks published to their span.
+    published: AtomicU32,
+}
+
+impl Outboxes {
+    fn new() -> Arc<Outboxes> {
+        Arc::new(Outboxes {
+            owner_word: AtomicU32::new(0),
+            trimmer_word: AtomicU32::new(0),
+            held: UnsafeCell::new(0),
+            links: std::array::from_fn(|_| UnsafeCell::new(0)),
+            published: AtomicU32::new(0),
+        })
+    }
+
+    fn held(&self) -> u32 {
+        // SAFETY: as in `Model::place`.
+        self.held.with(|p| unsafe { *p })
+    }
+
+    fn set_held(&self, n: u32) {
+        // SAFETY: as in `Model::place`, for a write.
+        self.held.with_mut(|p| unsafe { *p = n });
+    }
+
+    /// The owner frees block `i` into another thread's span: appended to the outbox under the
+    /// lock; `nested` enters a second time inside the first, as a slow path called from another.
+    fn free_remote(&self, i: usize, nested: bool) {
+        let took = proto::owner_enter(&self.owner_word, &self.trimmer_word);
+        assert!(took.is_some());
+        let inner = nested.then(|| proto::owner_enter(&self.owner_word, &self.trimmer_word));
+        assert!(
+            inner.is_none_or(|t| t.is_none()),
+            "a nested entry takes nothing"
+        );
+        // SAFETY: as in `Model::place`, for a write.
+        self.links[i].with_mut(|p| unsafe { *p = i as u64 + 1 });
+        self.set_held(self.held() + 1);
+        proto::owner_leave(&self.owner_word, took.unwrap());
+    }
+
+    /// The trimmer publishes the outbox if the owner is outside its slow paths.
+    fn trim(&self) {
+        if !proto::trimmer_try(&self.owner_word, &self.trimmer_word) {
+            return;
+        }
+        let n = self.held();
+        for link in &self.links[..n as usize] {
+            // SAFETY: as in `Model::place`.
+            let v = link.with(|p| unsafe { *p });
+            assert_ne!(v, 0, "published before its link was written");
+        }
+        self.published.fetch_add(n, Ordering::Relaxed);
+        self.set_held(0);
+        proto::trimmer_leave(&self.trimmer_word);
+    }
+}
+
+/// The trimmer publishes the outbox of a heap whose owner keeps freeing into other threads'
+/// spans: never while the owner appends (loom fails the model on the cells otherwise), never a
+/// block twice, never one lost; a nested entry neither takes nor releases the lock.
+#[test]
+fn trimmer_against_outbox_appends() {
+    loom::model(|| {
+        let o = Outboxes::new();
+        let o1 = o.clone();
+        let trimmer = loom::thread::spawn(move || o1.trim());
+        o.free_remote(0, false);
+        o.free_remote(1, true);
+        trimmer.join().unwrap();
+        o.trim();
+        assert_eq!(o.held(), 0);
+        assert_eq!(o.published.load(Ordering::Relaxed), 2);
     });
 }

@@ -20,7 +20,7 @@ use crate::span::{ListTag, Span};
 /// Gives back what `h` holds and does not use, unless its owner is in a slow path. Returns the
 /// bytes given back to the page heap.
 pub(super) fn trim(h: &Heap) -> usize {
-    if !trimmer_try(&h.trim) {
+    if !trimmer_try(&h.trim_owner, &h.trim_trimmer) {
         return 0;
     }
     // Its thread may have exited since the caller looked (it gave everything away then).
@@ -29,13 +29,13 @@ pub(super) fn trim(h: &Heap) -> usize {
     } else {
         0
     };
-    trimmer_leave(&h.trim);
+    trimmer_leave(&h.trim_trimmer);
     bytes
 }
 
 /// Whether `h`'s owner entered no slow path since the last call (the first call says no).
 pub(super) fn idle_since_last_look(h: &Heap) -> bool {
-    let now = h.slow_entries.load(Ordering::Relaxed);
+    let now = h.owner_word();
     let seen = h.trim_seen.swap(now, Ordering::Relaxed);
     seen == now
 }

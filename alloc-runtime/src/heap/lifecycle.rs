@@ -165,6 +165,8 @@ fn forget_other_threads() {
     while !h.is_null() {
         // SAFETY: registry members are live heaps; `thread` is written under the pool's lock.
         let hr = unsafe { &*h };
+        // The trimmer did not survive the fork; none runs here yet.
+        super::trimlock::fork_child_free(hr);
         if hr.thread.get() != me {
             hr.thread.set(0);
         } else if hr.active.load(Ordering::Relaxed) {
@@ -175,13 +177,7 @@ fn forget_other_threads() {
     // The other threads' heaps stay marked active (nothing tears them down): the trimmer gives
     // back what they hold, but they count no longer.
     ACTIVE.store(active, Ordering::Relaxed);
-    let mut h = pool.free;
-    while !h.is_null() {
-        // SAFETY: pooled heaps are live registry members, linked under the pool's lock.
-        let hr = unsafe { &*h };
-        super::trimlock::fork_child_free(hr);
-        h = hr.pool_next.get();
-    }
+    super::trimlock::fork_child_barrier();
 }
 
 /// Whether this thread's heap has been torn down, or it can have none (no thread-exit key could
@@ -486,6 +482,12 @@ extern "C" fn fork_child() {
     let me = this_thread();
     let release = FORKS.child_end(me) == ForkEnd::Release;
     if release {
+        // Before this thread's heap is left: the trimmer may have set its word as it tried it.
+        let h = tls::locals().heap.get();
+        if h != empty_heap() {
+            // SAFETY: this thread's live heap.
+            super::trimlock::fork_child_free(unsafe { &*h });
+        }
         release_fork_locks();
     }
     if release || NEW_PROCESS.load(Ordering::Relaxed) != os::process_id() {

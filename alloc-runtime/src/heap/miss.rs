@@ -71,26 +71,36 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
     }
     // SAFETY: a heap other than the sentinel is this thread's live heap.
     let h = unsafe { &*heap };
+    if owner == 0 {
+        // SAFETY: forwarded.
+        return unsafe { free_pooled(h, span, class, p) };
+    }
     {
         // The outboxes are what the trimmer publishes of an idle heap.
         let _inside = h.enter();
-        if owner != 0 {
-            // Batched: a span another thread owns. A pooled span has no owner that keeps
-            // writing its remote word, and its sweeps should find its blocks back as soon as
-            // they are freed, so those frees are pushed at once.
-            // SAFETY: `p` is a live block of `span`, freed once.
-            unsafe { free_batched(h, span, class, p) };
-        } else {
-            // SAFETY: as above.
-            unsafe { free_now(h, span, class, p) };
-        }
+        // Batched: a span another thread owns.
+        // SAFETY: `p` is a live block of `span`, freed once.
+        unsafe { free_batched(h, span, class, p) };
     }
     count_remote(heap, class);
-    if owner == 0 {
-        // The span was pooled (read before the push; it may be adopted since, which costs
-        // nothing but an early sweep).
-        note_pooled_free(h, class);
+}
+
+/// [`free_slow`] into a span in a central pool (owned by nobody): its owner-less span's sweeps
+/// should find its blocks back as soon as they are freed, so the free is pushed at once.
+///
+/// # Safety
+/// `h` is this thread's live heap; `p` is a live block of `span`, whose class is `class`.
+#[inline(never)]
+unsafe fn free_pooled(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    {
+        let _inside = h.enter();
+        // SAFETY: forwarded.
+        unsafe { free_now(h, span, class, p) };
     }
+    count_remote(h as *const Heap as *mut Heap, class);
+    // The span was pooled (read before the push; it may be adopted since, which costs nothing
+    // but an early sweep).
+    note_pooled_free(h, class);
 }
 
 /// [`free_slow`] for a thread without a heap (the sentinel's): the block is pushed at once.

@@ -140,12 +140,15 @@ pub(crate) struct Heap {
     thread: Cell<usize>,
     /// A thread is using this heap.
     pub(crate) active: AtomicBool,
-    /// The trim lock (see `trim_proto.rs`): the owner holds it on its slow paths, the trimmer
-    /// while it gives the heap's unused memory back.
-    trim: AtomicU32,
-    /// Slow paths the owner entered (wrapping); written by the owner under the trim lock.
-    slow_entries: AtomicU32,
-    /// [`Heap::slow_entries`] when the trimmer last looked (the trimmer's own).
+    /// The trim lock's owner word (see `trim_proto.rs`): odd while the owner is in a slow
+    /// path; it goes up on each entry and exit (wrapping), so it also tells the trimmer whether
+    /// the owner entered one since its last look. Written by the owner only.
+    trim_owner: AtomicU32,
+    /// The trim lock's trimmer word: 1 while the trimmer tries or holds the lock. Written by the
+    /// trimmer only (and cleared in a `fork` child).
+    trim_trimmer: AtomicU32,
+    /// [`Heap::trim_owner`] when the trimmer last looked (the trimmer's own; odd at first, which
+    /// an idle owner's word never is).
     trim_seen: AtomicU32,
 }
 
@@ -184,9 +187,9 @@ impl Heap {
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),
             active: AtomicBool::new(false),
-            trim: AtomicU32::new(0),
-            slow_entries: AtomicU32::new(0),
-            trim_seen: AtomicU32::new(0),
+            trim_owner: AtomicU32::new(0),
+            trim_trimmer: AtomicU32::new(0),
+            trim_seen: AtomicU32::new(u32::MAX),
         };
         // Every class starts at the sentinel span, whose free list is empty.
         let mut j = 0;

@@ -420,6 +420,19 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
             return;
         }
     }
+    // SAFETY: forwarded.
+    unsafe { start_batch(h, span, class, p) }
+}
+
+/// [`free_batched`] when no outbox of the class holds blocks of `span`: one that holds none
+/// starts a batch for it (after publishing one, in turn, if every outbox is in use).
+///
+/// # Safety
+/// As for [`free_batched`], which holds the trim lock.
+#[inline(never)]
+unsafe fn start_batch(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    // SAFETY: a span's class is below `SPAN_CLASSES`.
+    let set = unsafe { h.outboxes.get_unchecked(class) };
     answer_handover(h);
     let ob = match set.iter().find(|ob| ob.span.get().is_null()) {
         Some(ob) => ob,

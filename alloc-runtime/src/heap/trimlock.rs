@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use core::hint::spin_loop;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use super::Heap;
 use crate::remote::COUNT_SHIFT;
@@ -13,37 +13,85 @@ use crate::span::Span;
 
 include!("../trim_proto.rs");
 
+/// The owner's barrier between making its word odd and reading the trimmer's: the compiler's
+/// only; the trimmer's `membarrier` runs the hardware barrier on this thread (see
+/// `trim_proto.rs`).
+#[inline(always)]
+fn light_barrier() {
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// `membarrier(2)`'s state in this process: not asked yet, registered, or not to be had.
+static MEMBARRIER: AtomicU8 = AtomicU8::new(MB_UNKNOWN);
+const MB_UNKNOWN: u8 = 0;
+const MB_READY: u8 = 1;
+const MB_NONE: u8 = 2;
+
+/// The trimmer's barrier: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full memory barrier
+/// on every running thread of the process (Linux 4.14 or later), registered on first use. False
+/// where the kernel (or a seccomp filter) refuses it: the trimmer then takes no heap's lock and
+/// gives back only what the central pools and the page heap hold.
+fn heavy_barrier() -> bool {
+    let mut state = MEMBARRIER.load(Ordering::Relaxed);
+    if state == MB_UNKNOWN {
+        // SAFETY: `membarrier` takes no pointer; the command asks for registration only.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                libc::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                0,
+                0,
+            )
+        };
+        state = if r == 0 { MB_READY } else { MB_NONE };
+        MEMBARRIER.store(state, Ordering::Relaxed);
+    }
+    if state != MB_READY {
+        return false;
+    }
+    // SAFETY: as above; the command runs the barrier.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+            0,
+            0,
+        )
+    };
+    r == 0
+}
+
 /// The owner's hold on its heap's trim lock, released when dropped (if this slow path took it).
 pub(crate) struct OwnerGuard<'a> {
-    lock: Option<&'a AtomicU32>,
+    /// The owner word and the value it takes on leaving.
+    held: Option<(&'a AtomicU32, u32)>,
 }
 
 impl Drop for OwnerGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(l) = self.lock {
-            owner_leave(l);
+        if let Some((w, to)) = self.held {
+            owner_leave(w, to);
         }
     }
 }
 
 impl Heap {
-    /// The owner enters a slow path of `self` (see [`OwnerGuard`]); counts the entry, which
-    /// tells the trimmer the heap is not idle.
+    /// The owner enters a slow path of `self` (see [`OwnerGuard`]); the owner word it makes odd
+    /// also tells the trimmer the heap is not idle.
     ///
     /// `self` must be this thread's heap, or the fallback heap under its lock.
     #[inline]
     pub(crate) fn enter(&self) -> OwnerGuard<'_> {
-        if owner_enter(&self.trim) {
-            let n = self.slow_entries.load(Ordering::Relaxed);
-            self.slow_entries
-                .store(n.wrapping_add(1), Ordering::Relaxed);
-            OwnerGuard {
-                lock: Some(&self.trim),
-            }
-        } else {
-            OwnerGuard { lock: None }
+        OwnerGuard {
+            held: owner_enter(&self.trim_owner, &self.trim_trimmer)
+                .map(|to| (&self.trim_owner, to)),
         }
+    }
+
+    /// The owner word: odd while the owner is in a slow path; changes on each entry.
+    pub(super) fn owner_word(&self) -> u32 {
+        self.trim_owner.load(Ordering::Relaxed)
     }
 }
 
@@ -56,20 +104,26 @@ pub(super) fn no_live_block(s: &Span) -> bool {
 /// Takes `h`'s trim lock as its owner does, around a `fork` of its thread (the owner is in no
 /// slow path then).
 pub(super) fn fork_hold(h: &Heap) {
-    let took = owner_enter(&h.trim);
-    debug_assert!(took, "fork from inside a slow path");
+    let took = owner_enter(&h.trim_owner, &h.trim_trimmer);
+    debug_assert!(took.is_some(), "fork from inside a slow path");
 }
 
-/// In a `fork` child, frees the trim lock of a heap in the pool of unused heaps: the trimmer,
-/// which did not survive the fork, may have held it (it tries a heap as its thread exits), and the
-/// next thread to take the heap would wait for it forever. A pooled heap holds nothing, so
-/// nothing was left half done.
-pub(super) fn fork_child_free(h: &Heap) {
-    h.trim.store(FREE, Ordering::Release);
-}
-
-/// Releases what [`fork_hold`] took (in the parent, or in the child, where the trimmer's thread
-/// is gone).
+/// Releases what [`fork_hold`] took (in the parent, or in the child).
 pub(super) fn fork_release(h: &Heap) {
-    owner_leave(&h.trim);
+    let v = h.trim_owner.load(Ordering::Relaxed);
+    debug_assert!(v & 1 == 1, "fork_release without fork_hold");
+    owner_leave(&h.trim_owner, v.wrapping_add(1));
+}
+
+/// In a `fork` child, before any slow path runs there: clears `h`'s trimmer word. The trimmer,
+/// which did not survive the fork, may have set it (it tries a heap even as the heap's thread
+/// forks, and backs off only after), and the heap's next owner would wait for it forever.
+pub(super) fn fork_child_free(h: &Heap) {
+    h.trim_trimmer.store(0, Ordering::Relaxed);
+}
+
+/// In a `fork` child: `membarrier`'s registration belongs to the parent's address space, so the
+/// child's trimmer registers again.
+pub(super) fn fork_child_barrier() {
+    MEMBARRIER.store(MB_UNKNOWN, Ordering::Relaxed);
 }
