@@ -55,9 +55,11 @@ pub(crate) fn active_heaps() -> usize {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// The heaps' part of the background trimmer's wake (see `purge.rs`): idle heaps trimmed, the
-/// central pools swept. Returns the threads with a heap of their own.
+/// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
+/// go of the classes they stopped allocating in, idle heaps trimmed, the central pools swept.
+/// Returns the threads with a heap of their own.
 fn background_pass() -> usize {
+    super::slow::next_retire_epoch();
     trim_idle_heaps();
     super::central::sweep_all();
     active_heaps()

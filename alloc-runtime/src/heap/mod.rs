@@ -130,6 +130,11 @@ pub(crate) struct Heap {
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
+    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
+    /// allocating in (see `slow::retire_unused`).
+    allocs_seen: [Cell<u64>; SPAN_CLASSES],
+    /// The trimmer's wake count ([`slow::RETIRE_EPOCH`]) at that look.
+    retire_seen: Cell<u32>,
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,
     /// Next heap in the pool of unused heaps.
@@ -183,6 +188,8 @@ impl Heap {
             outbox_victim: [const { Cell::new(0) }; SPAN_CLASSES],
             handover_seen: Cell::new(0),
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
+            allocs_seen: [const { Cell::new(0) }; SPAN_CLASSES],
+            retire_seen: Cell::new(0),
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),
