@@ -18,7 +18,7 @@
 //   - the *trimmer word*, written by the trimmer only: 1 while it tries or holds the lock.
 //   The owner takes it on entering any slow path (`owner_enter`; a slow path called from
 //   another is already inside, and does not take it again): it makes its word odd, then reads
-//   the trimmer word, and waits while that reads 1. A trimmer only tries (`trimmer_try`): it
+//   the trimmer word, and while that reads 1 makes its word even again, waits, and tries again. A trimmer only tries (`trimmer_try`): it
 //   sets its word, then reads the owner word, and backs off (clears its word) if that is odd.
 //   Each side's read must not be ordered before its own store, which takes a full barrier
 //   between them: the trimmer's is `heavy_barrier()` (`membarrier(2)` in the runtime, which runs
@@ -57,10 +57,29 @@ pub fn owner_enter(owner: &AtomicU32, trimmer: &AtomicU32) -> Option<u32> {
     }
     owner.store(v.wrapping_add(1), Ordering::Relaxed);
     light_barrier();
-    while trimmer.load(Ordering::Acquire) != 0 {
-        spin_loop();
+    if trimmer.load(Ordering::Acquire) != 0 {
+        owner_wait(owner, trimmer, v);
     }
     Some(v.wrapping_add(2))
+}
+
+/// [`owner_enter`] found the trimmer inside (or trying): waits with its word even again (so
+/// that a signal handler that allocates meanwhile on this thread waits too, rather than taking
+/// the odd word for a slow path of its own), then tries again.
+#[cold]
+#[inline(never)]
+pub fn owner_wait(owner: &AtomicU32, trimmer: &AtomicU32, v: u32) {
+    loop {
+        owner.store(v, Ordering::Relaxed);
+        while trimmer.load(Ordering::Acquire) != 0 {
+            spin_loop();
+        }
+        owner.store(v.wrapping_add(1), Ordering::Relaxed);
+        light_barrier();
+        if trimmer.load(Ordering::Acquire) == 0 {
+            return;
+        }
+    }
 }
 
 /// The owner leaves the slow path that took the lock; `to` is what [`owner_enter`] returned.
@@ -76,6 +95,11 @@ pub fn owner_leave(owner: &AtomicU32, to: u32) {
 /// lock is not taken).
 #[inline]
 pub fn trimmer_try(owner: &AtomicU32, trimmer: &AtomicU32) -> bool {
+    // Set already: a trimmer that did not survive a `fork` was in the middle of this heap (only
+    // the one trimmer writes the word); it stays as it was left.
+    if trimmer.load(Ordering::Relaxed) != 0 {
+        return false;
+    }
     trimmer.store(1, Ordering::Relaxed);
     if heavy_barrier() && owner.load(Ordering::Acquire) & 1 == 0 {
         return true;

@@ -4,7 +4,8 @@
 //! or a freeing thread still touches it; an owner's slow path that acts on what its fast path saw
 //! before the trimmer took the span finds it gone; the owner's exit (its spans handed to the
 //! central pool) and a later owner's refill (a span taken back and allocated from) exclude the
-//! trimmer; the owner's appends to its outboxes exclude the trimmer's publishing of them.
+//! trimmer; the owner's appends to its outboxes exclude the trimmer's publishing of them; an exiting
+//! owner's heap, handed on through the pool, is not trimmed.
 //!
 //! The owner's and the trimmer's steps mirror `src/heap/fast.rs` (a local free: a push and a
 //! store of `used`), `src/heap/slow.rs` (`span_emptied`, `refill`), `src/heap/lifecycle.rs`
@@ -440,5 +441,60 @@ fn trimmer_against_outbox_appends() {
         o.trim();
         assert_eq!(o.held(), 0);
         assert_eq!(o.published.load(Ordering::Relaxed), 2);
+    });
+}
+
+/// A heap whose thread exits (`lifecycle::thread_exit`) while the trimmer tries it, and which
+/// the pool then hands to the fallback heap's user (`alloc_after_exit`).
+struct Exiting {
+    owner_word: AtomicU32,
+    trimmer_word: AtomicU32,
+    /// `Heap::active`.
+    active: loom::sync::atomic::AtomicBool,
+    /// The heap's lists (owner-side state).
+    lists: UnsafeCell<u32>,
+    /// The pool of unused heaps: true once the heap is in it.
+    pooled: loom::sync::Mutex<bool>,
+}
+
+/// The exiting owner gives its spans away and marks the heap inactive under its trim lock, then
+/// pools it; the trimmer takes an active heap only (`idle::trim`); the fallback heap's user takes
+/// the heap from the pool and changes its lists (modelled without the trim lock it also enters,
+/// so that the model shows the order of `active` alone keeps the trimmer out).
+#[test]
+fn trimmer_against_exit_and_pool_handoff() {
+    loom::model(|| {
+        let h = Arc::new(Exiting {
+            owner_word: AtomicU32::new(0),
+            trimmer_word: AtomicU32::new(0),
+            active: loom::sync::atomic::AtomicBool::new(true),
+            lists: UnsafeCell::new(1),
+            pooled: loom::sync::Mutex::new(false),
+        });
+        let (h1, h2) = (h.clone(), h.clone());
+        let trimmer = loom::thread::spawn(move || {
+            if proto::trimmer_try(&h1.owner_word, &h1.trimmer_word) {
+                if h1.active.load(Ordering::Relaxed) {
+                    // SAFETY: as in `Model::place`, for a write.
+                    h1.lists.with_mut(|p| unsafe { *p = 0 });
+                }
+                proto::trimmer_leave(&h1.trimmer_word);
+            }
+        });
+        let fallback = loom::thread::spawn(move || {
+            let got = std::mem::take(&mut *h2.pooled.lock().unwrap());
+            if got {
+                // SAFETY: as in `Model::place`, for a write.
+                h2.lists.with_mut(|p| unsafe { *p = 7 });
+            }
+        });
+        let took = proto::owner_enter(&h.owner_word, &h.trimmer_word);
+        // SAFETY: as in `Model::place`, for a write.
+        h.lists.with_mut(|p| unsafe { *p = 0 });
+        h.active.store(false, Ordering::Relaxed);
+        proto::owner_leave(&h.owner_word, took.unwrap());
+        *h.pooled.lock().unwrap() = true;
+        trimmer.join().unwrap();
+        fallback.join().unwrap();
     });
 }

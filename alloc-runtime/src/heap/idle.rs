@@ -12,7 +12,7 @@ use core::sync::atomic::Ordering;
 use super::list::SpanList;
 use super::owned::{collect_remote, release_span};
 use super::slow::publish_outboxes;
-use super::trimlock::{no_live_block, trimmer_leave, trimmer_try};
+use super::trimlock::{barrier_ready, no_live_block, trimmer_leave, trimmer_try};
 use super::Heap;
 use crate::remote;
 use crate::span::{ListTag, Span};
@@ -20,7 +20,7 @@ use crate::span::{ListTag, Span};
 /// Gives back what `h` holds and does not use, unless its owner is in a slow path. Returns the
 /// bytes given back to the page heap.
 pub(super) fn trim(h: &Heap) -> usize {
-    if !trimmer_try(&h.trim_owner, &h.trim_trimmer) {
+    if !barrier_ready() || !trimmer_try(&h.trim_owner, &h.trim_trimmer) {
         return 0;
     }
     // Its thread may have exited since the caller looked (it gave everything away then).

@@ -59,7 +59,7 @@ pub(crate) fn active_heaps() -> usize {
 /// go of the classes they stopped allocating in, idle heaps trimmed, the central pools swept.
 /// Returns the threads with a heap of their own.
 fn background_pass() -> usize {
-    super::slow::next_retire_epoch();
+    super::retire::next_retire_epoch();
     trim_idle_heaps();
     super::central::sweep_all();
     active_heaps()
@@ -69,9 +69,9 @@ fn background_pass() -> usize {
 /// since the last pass gives back what it holds and does not use (see `idle.rs`). Returns the
 /// bytes given back to the page heap.
 ///
-/// Only the trimmer's thread calls it. A `fork` child does not have it; the heaps of the
-/// threads that did not survive the fork, and whose trim lock that thread held, stay as they
-/// are (skipped: the lock stays held).
+/// Only the trimmer's thread calls it. A `fork` child does not have it until it starts one; the
+/// heaps of the threads that did not survive the fork stay as they are when their owner was in a
+/// slow path (its word stays odd) or the trimmer in the middle of them (its word stays set).
 pub(crate) fn trim_idle_heaps() -> usize {
     let mut bytes = 0;
     let mut h = all_heaps();
@@ -167,8 +167,6 @@ fn forget_other_threads() {
     while !h.is_null() {
         // SAFETY: registry members are live heaps; `thread` is written under the pool's lock.
         let hr = unsafe { &*h };
-        // The trimmer did not survive the fork; none runs here yet.
-        super::trimlock::fork_child_free(hr);
         if hr.thread.get() != me {
             hr.thread.set(0);
         } else if hr.active.load(Ordering::Relaxed) {
@@ -179,7 +177,13 @@ fn forget_other_threads() {
     // The other threads' heaps stay marked active (nothing tears them down): the trimmer gives
     // back what they hold, but they count no longer.
     ACTIVE.store(active, Ordering::Relaxed);
-    super::trimlock::fork_child_barrier();
+    let mut h = pool.free;
+    while !h.is_null() {
+        // SAFETY: pooled heaps are live registry members, linked under the pool's lock.
+        let hr = unsafe { &*h };
+        super::trimlock::fork_child_free(hr);
+        h = hr.pool_next.get();
+    }
 }
 
 /// Whether this thread's heap has been torn down, or it can have none (no thread-exit key could
@@ -250,6 +254,9 @@ pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut 
     // It takes its spans' pages one run at a time and keeps no reserve of runs: nothing would
     // give one back (its threads are gone, and `collect()` trims the caller's own heap).
     h.new_spans.set(0);
+    // The threads that use it enter its trim lock in turn, as an owner does (the trimmer passes
+    // it, being inactive; the lock keeps it so if that ever changes).
+    let _inside = h.enter();
     alloc_from(h, class, size, zeroed)
 }
 
@@ -526,9 +533,11 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     tls::forget_spec_heap();
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };
-    drop(inside);
+    // Inactive before the lock is left: a trimmer that takes the lock next then leaves the heap
+    // alone, while the pool hands it on (the fallback heap may be made of it).
     // SAFETY: `h` is live; the pool takes it back.
     unsafe { (*h).active.store(false, Ordering::Relaxed) };
+    drop(inside);
     ACTIVE.fetch_sub(1, Ordering::Relaxed);
     let mut pool = HEAPS.lock();
     // SAFETY: as above.

@@ -65,6 +65,7 @@ mod list;
 mod miss;
 mod owned;
 mod reserve;
+mod retire;
 mod slow;
 mod tls;
 mod trimlock;
@@ -131,9 +132,9 @@ pub(crate) struct Heap {
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
     /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
-    /// allocating in (see `slow::retire_unused`).
+    /// allocating in (see `retire.rs`).
     allocs_seen: [Cell<u64>; SPAN_CLASSES],
-    /// The trimmer's wake count ([`slow::RETIRE_EPOCH`]) at that look.
+    /// The trimmer's wake count (`retire::RETIRE_EPOCH`) at that look.
     retire_seen: Cell<u32>,
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,

@@ -4,7 +4,7 @@
 //! to the page heap.
 
 use core::ptr;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::owned::{clear_block, collect_remote, release_span};
 use super::tls::current_heap;
@@ -22,8 +22,8 @@ use crate::stats;
 /// `h` must be this thread's heap, or the shared fallback heap with its lock held: that is what
 /// "owning" `h`'s spans means below.
 pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
-    if RETIRE_EPOCH.load(Ordering::Relaxed) != h.retire_seen.get() {
-        retire_unused(h);
+    if super::retire::due(h) {
+        super::retire::retire_unused(h);
     }
     hand_over_on_refill(h, class);
     process_delayed(h, false);
@@ -101,59 +101,6 @@ fn refill(h: &Heap, class: usize) -> Option<&Span> {
     Some(s)
 }
 
-/// The background trimmer's wake count (wrapping): a heap's next refill after it changed looks
-/// for classes the heap stopped allocating in ([`retire_unused`]).
-pub(crate) static RETIRE_EPOCH: AtomicU32 = AtomicU32::new(0);
-
-/// Counts a wake of the background trimmer (see [`RETIRE_EPOCH`]).
-pub(crate) fn next_retire_epoch() {
-    RETIRE_EPOCH.store(
-        RETIRE_EPOCH.load(Ordering::Relaxed).wrapping_add(1),
-        Ordering::Relaxed,
-    );
-}
-
-/// Lets go of the current span of every class `h` has not allocated in since its last look (a
-/// wake of the background trimmer ago, at least): the span goes on the partial list, or back to
-/// the page heap when none of its blocks is live, so that the spans a busy thread holds do not
-/// grow with the number of classes it ever touched. A pinned current span never empties; a
-/// listed one goes back as soon as its last block is freed, or to the trimmer once the thread is
-/// idle. Runs at a refill, under the trim lock.
-#[cold]
-#[inline(never)]
-fn retire_unused(h: &Heap) {
-    h.retire_seen.set(RETIRE_EPOCH.load(Ordering::Relaxed));
-    for class in 1..SPAN_CLASSES {
-        let cc = &h.classes[class];
-        let allocs = crate::raw::load_u64(&cc.allocs);
-        let seen = &h.allocs_seen[class];
-        if allocs != seen.get() {
-            seen.set(allocs);
-            continue;
-        }
-        let cur = cc.current.get();
-        if cur == empty_span() {
-            continue;
-        }
-        // SAFETY: the current span is a live descriptor owned by `h`.
-        let s = unsafe { &*cur };
-        cc.current.set(empty_span());
-        s.set_tag(ListTag::None);
-        collect_remote(s);
-        let used = s.used.get() - 1; // unpin
-        s.used.set(used);
-        if used == 0 {
-            // SAFETY: no live block, on no list, owned.
-            unsafe { release_span(s) };
-        } else if s.has_local_free() {
-            s.set_tag(ListTag::Partial);
-            cc.partial.push_front(s);
-        } else {
-            park_full(h, s);
-        }
-    }
-}
-
 /// Gives an owned span a free block if it can: its remote frees, else never-used blocks.
 fn refresh(s: &Span) -> bool {
     if s.free.get().is_null() {
@@ -209,7 +156,7 @@ fn retire_current(h: &Heap, class: usize, s: &Span) {
 
 /// Puts an owned span with no free block on the full list and asks for a remote-free
 /// notification (armed once per span: unparking leaves it armed, see [`remote::arm`]).
-fn park_full(h: &Heap, s: &Span) {
+pub(super) fn park_full(h: &Heap, s: &Span) {
     debug_assert!(s.free.get().is_null());
     s.owner.store(h.addr() | OWNER_FULL, Ordering::Relaxed);
     s.set_tag(ListTag::Full);

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use core::hint::spin_loop;
 use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use super::Heap;
@@ -12,6 +11,14 @@ use crate::remote::COUNT_SHIFT;
 use crate::span::Span;
 
 include!("../trim_proto.rs");
+
+/// The owner's wait for the trimmer: a yield of the processor, not a busy loop (the trimmer may
+/// be in `madvise`, and may run on this processor).
+fn spin_loop() {
+    // SAFETY: `sched_yield` has no preconditions; it fails only where it is not implemented,
+    // and then this is a busy wait.
+    unsafe { libc::sched_yield() };
+}
 
 /// The owner's barrier between making its word odd and reading the trimmer's: the compiler's
 /// only; the trimmer's `membarrier` runs the hardware barrier on this thread (see
@@ -32,6 +39,24 @@ const MB_NONE: u8 = 2;
 /// where the kernel (or a seccomp filter) refuses it: the trimmer then takes no heap's lock and
 /// gives back only what the central pools and the page heap hold.
 fn heavy_barrier() -> bool {
+    if !barrier_ready() {
+        return false;
+    }
+    // SAFETY: `membarrier` takes no pointer; the command runs the barrier.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+            0,
+            0,
+        )
+    };
+    r == 0
+}
+
+/// Whether the trimmer can take heaps' trim locks: `membarrier` registered for this process
+/// (asked once; a registration lasts the address space's life, `fork` included).
+pub(super) fn barrier_ready() -> bool {
     let mut state = MEMBARRIER.load(Ordering::Relaxed);
     if state == MB_UNKNOWN {
         // SAFETY: `membarrier` takes no pointer; the command asks for registration only.
@@ -46,19 +71,7 @@ fn heavy_barrier() -> bool {
         state = if r == 0 { MB_READY } else { MB_NONE };
         MEMBARRIER.store(state, Ordering::Relaxed);
     }
-    if state != MB_READY {
-        return false;
-    }
-    // SAFETY: as above; the command runs the barrier.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_membarrier,
-            libc::MEMBARRIER_CMD_PRIVATE_EXPEDITED,
-            0,
-            0,
-        )
-    };
-    r == 0
+    state == MB_READY
 }
 
 /// The owner's hold on its heap's trim lock, released when dropped (if this slow path took it).
@@ -108,22 +121,21 @@ pub(super) fn fork_hold(h: &Heap) {
     debug_assert!(took.is_some(), "fork from inside a slow path");
 }
 
-/// Releases what [`fork_hold`] took (in the parent, or in the child).
+/// Releases what [`fork_hold`] took (in the parent, or in the child). A thread that had no heap
+/// when the fork began may have got one from a later `pthread_atfork` handler: that one was not
+/// taken, and its word is even.
 pub(super) fn fork_release(h: &Heap) {
     let v = h.trim_owner.load(Ordering::Relaxed);
-    debug_assert!(v & 1 == 1, "fork_release without fork_hold");
-    owner_leave(&h.trim_owner, v.wrapping_add(1));
+    if v & 1 == 1 {
+        owner_leave(&h.trim_owner, v.wrapping_add(1));
+    }
 }
 
-/// In a `fork` child, before any slow path runs there: clears `h`'s trimmer word. The trimmer,
-/// which did not survive the fork, may have set it (it tries a heap even as the heap's thread
-/// forks, and backs off only after), and the heap's next owner would wait for it forever.
+/// In a `fork` child, before any slow path runs there: clears the trimmer word of the forking
+/// thread's heap or of a pooled heap. The trimmer, which did not survive the fork, may have set
+/// it as it tried the heap (and would have backed off: the owner held its lock, or a pooled heap
+/// is not active), and the heap's next owner would wait for it forever. Other threads' heaps
+/// keep theirs: the trimmer may have been in the middle of one, and no thread takes them over.
 pub(super) fn fork_child_free(h: &Heap) {
     h.trim_trimmer.store(0, Ordering::Relaxed);
-}
-
-/// In a `fork` child: `membarrier`'s registration belongs to the parent's address space, so the
-/// child's trimmer registers again.
-pub(super) fn fork_child_barrier() {
-    MEMBARRIER.store(MB_UNKNOWN, Ordering::Relaxed);
 }
