@@ -91,7 +91,8 @@ pub(crate) enum ListTag {
     None = 0,
     /// The owner's current span for its class (pinned: `used` holds one extra count).
     Current = 1,
-    /// On the owner's partial list: owned, not current, has free blocks.
+    /// On the owner's partial list: owned, not current, has free blocks (or, let go of as an
+    /// unused class's current span, may have none until a refill looks at it).
     Partial = 2,
     /// On the owner's full list: owned, had no free block when it was parked.
     Full = 3,

@@ -44,9 +44,9 @@
 //   slow path (and waits for the lock) to move the span. Such a slow path looks again under the
 //   lock: a span the trimmer gave back no longer names the heap as its owner.
 
-/// The owner enters a slow path: makes its word odd, then waits while a trimmer holds the lock.
-/// Returns the value its word takes when it leaves, or `None` when the owner is already inside
-/// (a slow path called from another): the outer one leaves.
+/// The owner enters a slow path: makes its word odd, then waits while a trimmer holds the lock
+/// (see [`owner_wait`]). Returns the value its word takes when it leaves, or `None` when the
+/// owner is already inside (a slow path called from another): the outer one leaves.
 ///
 /// The including module provides `light_barrier()`.
 #[inline]
@@ -66,8 +66,9 @@ pub fn owner_enter(owner: &AtomicU32, trimmer: &AtomicU32) -> Option<u32> {
 /// [`owner_enter`] found the trimmer inside (or trying): waits with its word even again (so
 /// that a signal handler that allocates meanwhile on this thread waits too, rather than taking
 /// the odd word for a slow path of its own), then tries again.
-#[cold]
-#[inline(never)]
+/// Inline, a spin without a call: a call on the path, even an unlikely one, makes every slow
+/// path that enters keep its values in saved registers.
+#[inline(always)]
 pub fn owner_wait(owner: &AtomicU32, trimmer: &AtomicU32, v: u32) {
     loop {
         owner.store(v, Ordering::Relaxed);

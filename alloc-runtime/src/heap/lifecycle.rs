@@ -254,9 +254,8 @@ pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut 
     // It takes its spans' pages one run at a time and keeps no reserve of runs: nothing would
     // give one back (its threads are gone, and `collect()` trims the caller's own heap).
     h.new_spans.set(0);
-    // The threads that use it enter its trim lock in turn, as an owner does (the trimmer passes
-    // it, being inactive; the lock keeps it so if that ever changes).
-    let _inside = h.enter();
+    // The threads that use it enter its trim lock in turn (in `alloc_from`), as an owner does:
+    // the trimmer passes it, being inactive, and the lock keeps it so if that ever changes.
     alloc_from(h, class, size, zeroed)
 }
 

@@ -36,7 +36,6 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     }
     // SAFETY: a live heap from the pool; this thread is its only user.
     let h = unsafe { &*heap };
-    let _inside = h.enter();
     alloc_from(h, class, size, zeroed)
 }
 

@@ -12,6 +12,7 @@
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
 //! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
+//! | `retire.rs` | busy threads let go of the classes they stopped allocating in |
 //! | `central.rs` | the per-class pools of spans abandoned by exited threads |
 //! | `owned.rs` | an owner's span operations: collecting remote frees, releasing a span |
 //! | `reserve.rs` | the runs of pages a thread takes for its new spans a few at a time |

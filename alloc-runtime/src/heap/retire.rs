@@ -5,7 +5,6 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use super::owned::{collect_remote, release_span};
-use super::slow::park_full;
 use super::Heap;
 use crate::span::{empty_span, ListTag, SPAN_CLASSES};
 
@@ -26,7 +25,7 @@ pub(crate) fn next_retire_epoch() {
 /// the page heap when none of its blocks is live, so that the spans a busy thread holds do not
 /// grow with the number of classes it ever touched. A pinned current span never empties; a
 /// listed one goes back as soon as its last block is freed, or to the trimmer once the thread is
-/// idle. Runs at a refill, under the trim lock.
+/// idle. Runs at a refill (`slow::alloc_from`), under the trim lock.
 #[cold]
 #[inline(never)]
 pub(super) fn retire_unused(h: &Heap) {
@@ -53,11 +52,10 @@ pub(super) fn retire_unused(h: &Heap) {
         if used == 0 {
             // SAFETY: no live block, on no list, owned.
             unsafe { release_span(s) };
-        } else if s.has_local_free() {
+        } else {
+            // With or without a free block: a refill that finds none parks it as full.
             s.set_tag(ListTag::Partial);
             cc.partial.push_front(s);
-        } else {
-            park_full(h, s);
         }
     }
 }

@@ -22,6 +22,8 @@ use crate::stats;
 /// `h` must be this thread's heap, or the shared fallback heap with its lock held: that is what
 /// "owning" `h`'s spans means below.
 pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    // Here rather than in the callers, so that they call this in tail position.
+    let _inside = h.enter();
     if super::retire::due(h) {
         super::retire::retire_unused(h);
     }
@@ -156,7 +158,7 @@ fn retire_current(h: &Heap, class: usize, s: &Span) {
 
 /// Puts an owned span with no free block on the full list and asks for a remote-free
 /// notification (armed once per span: unparking leaves it armed, see [`remote::arm`]).
-pub(super) fn park_full(h: &Heap, s: &Span) {
+fn park_full(h: &Heap, s: &Span) {
     debug_assert!(s.free.get().is_null());
     s.owner.store(h.addr() | OWNER_FULL, Ordering::Relaxed);
     s.set_tag(ListTag::Full);

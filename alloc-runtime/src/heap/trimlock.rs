@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use core::hint::spin_loop;
 use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use super::Heap;
@@ -11,14 +12,6 @@ use crate::remote::COUNT_SHIFT;
 use crate::span::Span;
 
 include!("../trim_proto.rs");
-
-/// The owner's wait for the trimmer: a yield of the processor, not a busy loop (the trimmer may
-/// be in `madvise`, and may run on this processor).
-fn spin_loop() {
-    // SAFETY: `sched_yield` has no preconditions; it fails only where it is not implemented,
-    // and then this is a busy wait.
-    unsafe { libc::sched_yield() };
-}
 
 /// The owner's barrier between making its word odd and reading the trimmer's: the compiler's
 /// only; the trimmer's `membarrier` runs the hardware barrier on this thread (see
