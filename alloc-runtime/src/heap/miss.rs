@@ -35,8 +35,7 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
         };
     }
     // SAFETY: a live heap from the pool; this thread is its only user.
-    let h = unsafe { &*heap };
-    alloc_from(h, class, size, zeroed)
+    alloc_from(unsafe { &*heap }, class, size, zeroed)
 }
 
 /// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,

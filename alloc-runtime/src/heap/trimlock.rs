@@ -2,8 +2,6 @@
 //! `trim_proto.rs`, shared verbatim with the loom model in `tests/loom_trim.rs`): the owner holds
 //! it on every slow path, through [`Heap::enter`]; the trimmer (`idle.rs`) tries it.
 
-#![allow(dead_code)]
-
 use core::hint::spin_loop;
 use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
