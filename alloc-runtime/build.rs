@@ -39,6 +39,7 @@ fn main() {
             && unoptimised
             && !feature("CHECKED")
             && !feature("LOCAL_DYNAMIC_TLS")
+            && !feature("PROFILING")
         {
             println!("cargo::rustc-cfg=specalloc_asm_fast");
         }

@@ -5,9 +5,17 @@
 # again with the checked mode and the opt-out switch on,
 # the runtime's unit tests and the facade's multi-threaded suites in a release build,
 # the runtime's JSON stats test under its `serde` feature, and the install mark set by a
-# constructor.
+# constructor, and the heap profiler (with `go tool pprof` where it can be installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `go tool pprof` reads the heap profiler's dumps in its tests: Debian's golang-go, installed
+# here where the machine allows it (as root with apt); the tests skip that check, with a line,
+# without it.
+if ! command -v go >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q golang-go >/dev/null 2>&1 ||
+        { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q golang-go >/dev/null 2>&1; } ||
+        echo "golang-go could not be installed: pprof's reading of the dumps is not checked"
+fi
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The shared library's thread-locals through `thread_local!` (its `local-dynamic-tls` build).
@@ -15,6 +23,9 @@ cargo clippy -p specalloc-capi --features local-dynamic-tls -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --workspace
 cargo test -p specalloc --features checked,no-size-specialized
+# The heap profiler through the facade's `profiling` feature.
+cargo clippy -p specalloc --features profiling --all-targets -- -D warnings
+cargo test -p specalloc --features profiling --test profiling
 # The runtime's optimised-build variants: `dev`-based builds (the test profile among them) read
 # the thread-locals and relaxed atomics with inline assembly, so the release variants are run
 # here on the multi-threaded suites.

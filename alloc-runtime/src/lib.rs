@@ -115,6 +115,10 @@ mod mark;
 pub use mark::__declare_global_allocator;
 mod os;
 mod policy;
+#[cfg(feature = "profiling")]
+mod prof;
+#[cfg(feature = "profiling")]
+pub mod profile;
 mod purge;
 mod raw;
 mod remote;

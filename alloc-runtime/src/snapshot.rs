@@ -130,6 +130,10 @@ pub struct Stats {
     /// their pages went back with `MADV_DONTNEED`, their address space stays mapped. 0 in a
     /// healthy process.
     pub failed_unmaps: usize,
+    /// Bytes the heap profiler maps for its table of sampled stacks (cargo feature
+    /// `profiling`): one mapping of a fixed size made at the first sample, whose pages hold
+    /// memory as stacks arrive; 0 before it and without the feature.
+    pub profiler_bytes: usize,
     /// Per-class figures, indexed by class (index 0 unused).
     #[cfg_attr(feature = "serde", serde(with = "classes_serde"))]
     pub classes: [ClassStats; NUM_CLASSES],
@@ -161,10 +165,10 @@ pub fn stats() -> Stats {
         }
         remote += hr.remote_frees.load(Ordering::Relaxed);
         reserved_pages += hr.reserve_pages.load(Ordering::Relaxed);
-        tiny_allocs += hr.classes[TINY_CLASS].allocs.load(Ordering::Relaxed);
+        tiny_allocs += hr.classes[TINY_CLASS].alloc_count();
         tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
         for (c, cs) in classes.iter_mut().enumerate().skip(1) {
-            cs.allocs += hr.classes[c].allocs.load(Ordering::Relaxed);
+            cs.allocs += hr.classes[c].alloc_count();
             cs.frees += hr.classes[c].frees.load(Ordering::Relaxed);
         }
         // SAFETY: `h` came from the registry.
@@ -197,6 +201,10 @@ pub fn stats() -> Stats {
         large_free_lazy: crate::large::LAZY_BYTES.load(Ordering::Relaxed),
         large_free_clean: crate::large::CLEAN_BYTES.load(Ordering::Relaxed),
         failed_unmaps: crate::os::FAILED_UNMAPS.load(Ordering::Relaxed),
+        #[cfg(feature = "profiling")]
+        profiler_bytes: crate::prof::table_bytes(),
+        #[cfg(not(feature = "profiling"))]
+        profiler_bytes: 0,
         tiny_allocs,
         tiny_frees,
         tiny_objects: tiny_allocs.saturating_sub(tiny_frees),
@@ -322,6 +330,9 @@ impl fmt::Display for Stats {
             b(self.large_free_lazy),
             b(self.large_free_clean)
         )?;
+        if self.profiler_bytes > 0 {
+            writeln!(f, "heap profiler's table: {}", b(self.profiler_bytes))?;
+        }
         if self.failed_unmaps > 0 {
             writeln!(
                 f,

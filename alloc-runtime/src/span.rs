@@ -174,7 +174,18 @@ pub(crate) struct Span {
     /// [`STATE_FREE`], [`STATE_SMALL`] or [`STATE_LARGE`].
     pub(crate) state: AtomicU8,
     /// Up to the owner's line.
+    #[cfg(not(feature = "profiling"))]
     _pad: [u8; 18],
+    /// Up to the profiler's fields.
+    #[cfg(feature = "profiling")]
+    _pad: [u8; 2],
+    /// A sampled large object's (or sampled small object's page run's) record in the heap
+    /// profiler's table of stacks (`prof`); 0 for every other span.
+    #[cfg(feature = "profiling")]
+    pub(crate) prof: crate::prof::Sampled,
+    /// Up to the owner's line.
+    #[cfg(feature = "profiling")]
+    _pad2: [u8; 4],
     // ---- the owner's: touched by its fast paths ----
     /// Owner-local free list.
     pub(crate) free: Cell<*mut Block>,
@@ -258,7 +269,14 @@ impl Span {
             state: AtomicU8::new(STATE_FREE),
             large_size: Cell::new(0),
             delayed_next: AtomicUsize::new(0),
+            #[cfg(not(feature = "profiling"))]
             _pad: [0; 18],
+            #[cfg(feature = "profiling")]
+            _pad: [0; 2],
+            #[cfg(feature = "profiling")]
+            prof: crate::prof::Sampled::none(),
+            #[cfg(feature = "profiling")]
+            _pad2: [0; 4],
         }
     }
 

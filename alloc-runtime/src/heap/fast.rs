@@ -51,7 +51,13 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
         let fresh = raw::get(&span.free_zero);
         raw::set(&span.free, raw::as_ref(b).next);
         span.used.add_current();
+        #[cfg(not(feature = "profiling"))]
         inc(&cc.allocs);
+        #[cfg(feature = "profiling")]
+        if super::count_fires(cc) {
+            cold_path();
+            return super::sampled::fire::<ZEROED>(class, size, span, b);
+        }
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
         if ZEROED {
@@ -79,7 +85,13 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
         }
         raw::set(&span.free, narrow_next(b));
         span.used.add_current();
+        #[cfg(not(feature = "profiling"))]
         inc(&cc.allocs);
+        #[cfg(feature = "profiling")]
+        if super::count_fires(cc) {
+            cold_path();
+            return super::sampled::fire::<ZEROED>(TINY_CLASS, TINY_SIZE, span, b);
+        }
         #[cfg(feature = "checked")]
         crate::checked::on_alloc(b.cast());
         if ZEROED {

@@ -90,6 +90,11 @@ pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut 
 /// `h` is this thread's live heap; `p` is a live block of `span`, whose class is `class`.
 #[inline(never)]
 unsafe fn free_pooled(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    #[cfg(feature = "profiling")]
+    if span.state.load(Ordering::Relaxed) == crate::span::STATE_LARGE {
+        // SAFETY: forwarded.
+        return unsafe { free_sampled(span, p) };
+    }
     {
         let _inside = h.enter();
         // SAFETY: forwarded.
@@ -101,6 +106,19 @@ unsafe fn free_pooled(h: &Heap, span: &Span, class: usize, p: *mut u8) {
     note_pooled_free(h, class);
 }
 
+/// The small free of a block the heap profiler sampled: a page run of its own (owned by
+/// nobody, so the free comes here), freed as the medium object it is.
+///
+/// # Safety
+/// `p` is the live object of the medium run `span`.
+#[cfg(feature = "profiling")]
+#[cold]
+#[inline(never)]
+unsafe fn free_sampled(span: &Span, p: *mut u8) {
+    // SAFETY: a medium object (its run's descriptor says so), freed once.
+    unsafe { crate::large::free_large(p, span.large_size.get(), crate::size_class::PAGE_SIZE) };
+}
+
 /// [`free_slow`] for a thread without a heap (the sentinel's): the block is pushed at once.
 ///
 /// # Safety
@@ -109,6 +127,11 @@ unsafe fn free_pooled(h: &Heap, span: &Span, class: usize, p: *mut u8) {
 #[cold]
 #[inline(never)]
 unsafe fn free_heapless(span: &Span, class: usize, p: *mut u8, pooled: bool) {
+    #[cfg(feature = "profiling")]
+    if pooled && span.state.load(Ordering::Relaxed) == crate::span::STATE_LARGE {
+        // SAFETY: forwarded.
+        return unsafe { free_sampled(span, p) };
+    }
     // SAFETY: `p` is a live block of `span`, freed once; the span stays allocated until it is
     // collected (it holds a live block until then), whether an owner or a pool's sweep collects
     // it.

@@ -13,6 +13,7 @@
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
 //! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
 //! | `retire.rs` | busy threads let go of the classes they stopped allocating in |
+//! | `sampled.rs` | the heap profiler's countdowns, and the allocations they pick |
 //! | `central.rs` | the per-class pools of spans abandoned by exited threads |
 //! | `owned.rs` | an owner's span operations: collecting remote frees, releasing a span |
 //! | `reserve.rs` | the runs of pages a thread takes for its new spans a few at a time |
@@ -67,6 +68,8 @@ mod miss;
 mod owned;
 mod reserve;
 mod retire;
+#[cfg(feature = "profiling")]
+mod sampled;
 mod slow;
 mod tls;
 mod trimlock;
@@ -81,6 +84,8 @@ pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 pub(crate) use miss::alloc_slow;
+#[cfg(feature = "profiling")]
+pub(crate) use sampled::arm_this_thread;
 #[cfg(specalloc_asm_fast)]
 pub(crate) use slow::span_emptied;
 pub(crate) use slow::trim_thread;
@@ -92,8 +97,13 @@ pub(crate) use tls::tls_block_symbol;
 pub(crate) struct ClassCache {
     /// The span allocated from ([`crate::span::empty_span`] when none).
     pub(crate) current: Cell<*mut Span>,
-    /// Allocations of this class by this heap (owner writes, anyone reads).
+    /// Allocations of this class by this heap (owner writes, anyone reads). With the heap
+    /// profiler, offset by [`ClassCache::alloc_bias`] so that it reaches zero at the class's
+    /// next sampled allocation (see `sampled.rs`); [`ClassCache::alloc_count`] reads the count.
     pub(crate) allocs: AtomicU64,
+    /// What [`ClassCache::allocs`] is offset by (owner writes, anyone reads).
+    #[cfg(feature = "profiling")]
+    alloc_bias: AtomicU64,
     /// Frees of this class by this heap, local and remote.
     pub(crate) frees: AtomicU64,
     /// Owned spans with free blocks.
@@ -157,6 +167,10 @@ pub(crate) struct Heap {
     /// [`Heap::trim_owner`] when the trimmer last looked (the trimmer's own; odd at first, which
     /// an idle owner's word never is).
     trim_seen: AtomicU32,
+    /// The heap profiler's sampling epoch this heap's countdowns were drawn for (see
+    /// `sampled.rs`).
+    #[cfg(feature = "profiling")]
+    prof_epoch: Cell<u32>,
 }
 
 impl Heap {
@@ -166,6 +180,8 @@ impl Heap {
                 ClassCache {
                     current: Cell::new(ptr::null_mut()),
                     allocs: AtomicU64::new(0),
+                    #[cfg(feature = "profiling")]
+                    alloc_bias: AtomicU64::new(0),
                     frees: AtomicU64::new(0),
                     partial: SpanList::new(),
                 }
@@ -198,6 +214,8 @@ impl Heap {
             active: AtomicBool::new(false),
             trim_owner: AtomicU32::new(0),
             trim_trimmer: AtomicU32::new(0),
+            #[cfg(feature = "profiling")]
+            prof_epoch: Cell::new(0),
             trim_seen: AtomicU32::new(u32::MAX),
         };
         // Every class starts at the sentinel span, whose free list is empty.
@@ -273,6 +291,48 @@ unsafe fn write_new_heap(h: *mut Heap) {
 #[inline(always)]
 fn inc(c: &AtomicU64) {
     add(c, 1);
+}
+
+/// [`inc`] that tells whether the counter wrapped to zero (the heap profiler's countdown of a
+/// class reached its next sampled allocation, see `sampled.rs`): one `add` to memory and a
+/// branch on its flags.
+#[cfg(feature = "profiling")]
+#[inline(always)]
+fn count_fires(cc: &ClassCache) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the owner is the counter's only writer. An aligned 8-byte `add` to memory
+        // reads and writes the word single-copy atomically, so a reader on another thread sees
+        // the old or the new value, as with `inc`'s load and store.
+        unsafe {
+            core::arch::asm!(
+                "add qword ptr [{cc} + {allocs}], 1",
+                "jz {fired}",
+                cc = in(reg) cc as *const ClassCache,
+                allocs = const core::mem::offset_of!(ClassCache, allocs),
+                fired = label { return true; },
+                options(nostack),
+            );
+        }
+        false
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let v = crate::raw::load_u64(&cc.allocs).wrapping_add(1);
+        crate::raw::store_u64(&cc.allocs, v);
+        v == 0
+    }
+}
+
+impl ClassCache {
+    /// Allocations of this class by this heap.
+    #[inline]
+    pub(crate) fn alloc_count(&self) -> u64 {
+        let n = self.allocs.load(core::sync::atomic::Ordering::Relaxed);
+        #[cfg(feature = "profiling")]
+        let n = n.wrapping_sub(self.alloc_bias.load(core::sync::atomic::Ordering::Relaxed));
+        n
+    }
 }
 
 /// `x += n` on a counter only this thread writes.

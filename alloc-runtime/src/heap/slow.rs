@@ -6,16 +6,14 @@
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::owned::{clear_block, collect_remote, release_span};
+use super::owned::{clear_block, collect_remote, release_span, setup_small};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, Heap, Outbox, EMPTY_KEEP};
 use crate::remote;
-use crate::span::STATE_SMALL;
 use crate::span::{
     empty_span, span_block_size, span_blocks, span_pages, ListTag, Span, OWNER_FULL, SPAN_CLASSES,
     TINY_CLASS,
 };
-use crate::stats;
 
 /// Refills `class` on `h` and allocates a block from it.
 ///
@@ -29,6 +27,8 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
     }
     hand_over_on_refill(h, class);
     process_delayed(h, false);
+    #[cfg(feature = "profiling")]
+    super::sampled::arm(h);
     let Some(s) = refill(h, class) else {
         return ptr::null_mut();
     };
@@ -37,7 +37,14 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
     let b = unsafe { s.pop_local() };
     debug_assert!(!b.is_null());
     s.used.set(s.used.get() + 1);
+    #[cfg(not(feature = "profiling"))]
     inc(&h.classes[class].allocs);
+    #[cfg(feature = "profiling")]
+    if super::count_fires(&h.classes[class]) {
+        drop(_inside);
+        // SAFETY: `s` is `h`'s current span of `class`, `b` its block just popped and counted.
+        return unsafe { super::sampled::take_sample(h, class, size, zeroed, s, b) };
+    }
     #[cfg(feature = "checked")]
     crate::checked::on_alloc(b.cast());
     if zeroed {
@@ -110,28 +117,6 @@ fn refresh(s: &Span) -> bool {
     }
     // SAFETY: we own `s`; `extend` runs only with an empty free list.
     !s.free.get().is_null() || unsafe { s.extend() }
-}
-
-/// Initialises a descriptor for a fresh span of `class`.
-fn setup_small(s: &Span, class: usize, zero: bool) {
-    let size = span_block_size(class);
-    let start = s.start.get();
-    let n = s.npages.get() as usize * crate::size_class::PAGE_SIZE / size;
-    s.free.set(ptr::null_mut());
-    s.used.set(0);
-    s.free_zero.set(false);
-    s.class.set(class as u8);
-    s.set_tag(ListTag::None);
-    s.bump_zero.set(zero);
-    s.remote.store(0, Ordering::Relaxed);
-    s.bump.set(start);
-    // SAFETY: `n` whole blocks fit in the span.
-    s.end.set(unsafe { start.add(n * size) });
-    s.next.set(ptr::null_mut());
-    s.prev.set(ptr::null_mut());
-    s.large_size.set(0);
-    s.state.store(STATE_SMALL, Ordering::Relaxed);
-    stats::SPANS[class].fetch_add(1, Ordering::Relaxed);
 }
 
 fn make_current(h: &Heap, class: usize, s: &Span) {

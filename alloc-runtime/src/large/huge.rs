@@ -29,6 +29,9 @@ struct HugeHeader {
     size: usize,
     /// The object's alignment as requested, for the checked mode.
     align: usize,
+    /// The heap profiler's record when the object was sampled.
+    #[cfg(feature = "profiling")]
+    prof: crate::prof::Sampled,
 }
 
 /// The header of the huge object at `p`.
@@ -95,8 +98,20 @@ unsafe fn write_header(base: usize, len: usize, size: usize, align: usize) {
             len,
             size,
             align,
+            #[cfg(feature = "profiling")]
+            prof: crate::prof::Sampled::none(),
         })
     };
+}
+
+/// The heap profiler's record of the huge object at `p`.
+///
+/// # Safety
+/// `p` is a live huge object.
+#[cfg(feature = "profiling")]
+pub(super) unsafe fn sampled<'a>(p: *mut u8) -> &'a crate::prof::Sampled {
+    // SAFETY: a huge object has its header, ours, in the page before it.
+    unsafe { &(*header(p)).prof }
 }
 
 /// Makes the first `size` bytes of a reused run at `p` (page-aligned) read zero, at any size:
@@ -249,6 +264,11 @@ pub(super) unsafe fn free(p: *mut u8) {
     // SAFETY: the header page is ours; marking it freed lets the checked mode see a double
     // free while the page is still a free run's.
     unsafe { (*header(p)).magic = HUGE_FREED };
+    #[cfg(feature = "profiling")]
+    // SAFETY: the header page is still ours.
+    unsafe {
+        (*header(p)).prof.free()
+    };
     stats::large_free(h.len);
     huge_in_use(-(h.len as isize));
     heap::put(h.base, h.len);
@@ -266,8 +286,18 @@ unsafe fn resized(
     size: usize,
     align: usize,
 ) -> *mut u8 {
+    // The record moved with the header's page: kept across the rewrite.
+    #[cfg(feature = "profiling")]
+    // SAFETY: the header page is the object's (the caller's guarantee); a bitwise copy, put
+    // back below.
+    let prof = unsafe { ptr::read(&(*(base as *const HugeHeader)).prof) };
     // SAFETY: guaranteed by the caller.
     unsafe { write_header(base, new_len, size, align) };
+    #[cfg(feature = "profiling")]
+    // SAFETY: as above.
+    unsafe {
+        (*(base as *mut HugeHeader)).prof = prof
+    };
     stats::large_resize(old_len, new_len);
     huge_in_use(new_len as isize - old_len as isize);
     (base + OS_PAGE) as *mut u8

@@ -63,11 +63,57 @@ pub(crate) fn medium_pages(size: usize) -> usize {
 
 /// Allocates a large object. Null when the size is impossible or the OS refuses.
 pub(crate) fn alloc_large(size: usize, align: usize, zero: bool) -> *mut u8 {
+    #[cfg(feature = "profiling")]
+    if crate::prof::draw_large(size) {
+        return alloc_large_sampled(size, align, zero);
+    }
     if is_medium(size, align) {
         alloc_medium(size, align, zero)
     } else {
         huge::alloc(size, align, align, zero)
     }
+}
+
+/// [`alloc_large`] of an allocation the heap profiler samples.
+#[cfg(feature = "profiling")]
+#[cold]
+#[inline(never)]
+fn alloc_large_sampled(size: usize, align: usize, zero: bool) -> *mut u8 {
+    let medium = is_medium(size, align);
+    let p = if medium {
+        alloc_medium(size, align, zero)
+    } else {
+        huge::alloc(size, align, align, zero)
+    };
+    if p.is_null() {
+        return p;
+    }
+    if let Some(r) = crate::prof::sample(size, size) {
+        if medium {
+            // SAFETY: a live medium object's run.
+            unsafe { &*span_of(p) }.prof.set(r);
+        } else {
+            // SAFETY: a live huge object.
+            unsafe { huge::sampled(p) }.set(r);
+        }
+    }
+    p
+}
+
+/// A small allocation of `size` bytes the heap profiler sampled (`r`): a page run of its own,
+/// whose descriptor holds the record, so that its free (which takes the small path, and finds
+/// a large span) knows it without looking anything up. Null, with the record dropped, when
+/// the page heap has no run.
+#[cfg(feature = "profiling")]
+pub(crate) fn alloc_sampled(size: usize, zero: bool, r: crate::prof::Record) -> *mut u8 {
+    let p = alloc_medium(size, PAGE_SIZE, zero);
+    if p.is_null() {
+        r.forget();
+        return p;
+    }
+    // SAFETY: a live medium object's run.
+    unsafe { &*span_of(p) }.prof.set(r);
+    p
 }
 
 /// A medium object: a page run of its own, starting at a multiple of `align`.
@@ -123,6 +169,8 @@ pub(crate) unsafe fn free_large(p: *mut u8, size: usize, align: usize) {
         debug_assert_eq!(s.state.load(Ordering::Relaxed), STATE_LARGE);
         debug_assert_eq!(s.start.get(), p);
         stats::large_free(s.npages.get() as usize * PAGE_SIZE);
+        #[cfg(feature = "profiling")]
+        s.prof.free();
         // SAFETY: the run holds only this object, which is dead.
         unsafe { chunk::free_pages(s as *const _ as *mut _) };
         cache_trim();
@@ -162,9 +210,12 @@ pub(crate) unsafe fn realloc_large(
     unsafe { huge::resize(p, new, align) }
 }
 
-/// Holds or releases the huge heap's lock around `fork` (see `heap::fork_*`).
+/// Holds or releases the huge heap's lock around `fork` (see `heap::fork_*`), and the heap
+/// profiler's, which large objects' frees take.
 pub(crate) fn fork_lock(take: bool) {
     heap::fork_lock(take);
+    #[cfg(feature = "profiling")]
+    crate::prof::fork_lock(take);
 }
 
 /// For the C API (`cabi.rs`): allocates a huge object at an address that is a multiple of
