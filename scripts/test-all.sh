@@ -26,6 +26,7 @@ cargo test -p specalloc --features checked,no-size-specialized
 # The heap profiler through the facade's `profiling` feature.
 cargo clippy -p specalloc --features profiling --all-targets -- -D warnings
 cargo test -p specalloc --features profiling --test profiling
+cargo test -p specalloc --features profiling,checked --test profiling
 # The runtime's optimised-build variants: `dev`-based builds (the test profile among them) read
 # the thread-locals and relaxed atomics with inline assembly, so the release variants are run
 # here on the multi-threaded suites.

@@ -269,6 +269,144 @@ fn a_specialised_site_is_named_at_its_line() {
     assert!(nodes.iter().enumerate().all(|(i, b)| b[3] == i as u64));
 }
 
+/// Grows one vector to 64 MiB by pushing (its buffer grows in place or moves, as `realloc`
+/// does), and keeps it.
+#[inline(never)]
+fn grow_a_vector() -> Vec<u8> {
+    let mut v = Vec::new();
+    for i in 0..(64usize << 20) {
+        v.push(i as u8);
+    }
+    v
+}
+
+#[test]
+fn a_grown_buffer_is_counted_at_its_size() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    profile::start(profile::DEFAULT_RATE);
+    let v = grow_a_vector();
+    let p = profile::profile();
+    profile::stop();
+    near(
+        "live bytes of grow_a_vector",
+        total(&p, "grow_a_vector", |s| s.inuse_bytes),
+        v.capacity() as f64,
+        0.1,
+    );
+}
+
+/// Allocates and frees blocks of 1,000 B until `stop` is set, counting them in `done`.
+#[inline(never)]
+fn steady_loop(stop: &std::sync::atomic::AtomicBool, done: &std::sync::atomic::AtomicU64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    while !stop.load(Relaxed) {
+        black_box(vec![5u8; 1000]);
+        done.fetch_add(1, Relaxed);
+    }
+}
+
+#[test]
+fn a_thread_that_never_refills_is_sampled_after_start() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let t = {
+        let (stop, done) = (stop.clone(), done.clone());
+        std::thread::spawn(move || steady_loop(&stop, &done))
+    };
+    // The loop runs on one block of its current span, before profiling starts and after.
+    while done.load(Relaxed) < 100_000 {
+        std::thread::yield_now();
+    }
+    profile::start(64 << 10);
+    let at_start = done.load(Relaxed);
+    // Within 65,536 allocations the thread sees the start; then 200,000 more.
+    while done.load(Relaxed) < at_start + 300_000 {
+        std::thread::yield_now();
+    }
+    let p = profile::profile();
+    profile::stop();
+    stop.store(true, Relaxed);
+    t.join().unwrap();
+    let bytes = total(&p, "steady_loop", |s| s.alloc_bytes);
+    assert!(
+        bytes > 150e6,
+        "the running thread's allocations after the start: {bytes:.0} bytes estimated"
+    );
+}
+
+/// `SPECALLOC_STRESS_SCALE` (1 by default): multiplies the stress test's rounds.
+fn scale() -> usize {
+    std::env::var("SPECALLOC_STRESS_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Fills a block of `n` bytes with a pattern of `seed`.
+fn fill(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| seed.wrapping_add(i as u8)).collect()
+}
+
+#[test]
+fn stress_with_thread_churn_at_a_high_rate() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A sample every 2 KiB on average: thousands of sampled blocks, small and large, made and
+    // freed by threads that come and go, half of them freed by another thread.
+    profile::start(2 << 10);
+    for round in 0..20 * scale() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Vec<u8>>>();
+        let makers: Vec<_> = (0..4)
+            .map(|t| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    let mut theirs = Vec::new();
+                    for i in 0..2000 {
+                        let n = [1, 8, 48, 300, 4000, 40_000][(i + t) % 6];
+                        let v = fill(n, (i + t + round) as u8);
+                        if i % 2 == 0 {
+                            mine.push(v)
+                        } else {
+                            theirs.push(v)
+                        }
+                    }
+                    tx.send(theirs).unwrap();
+                    for (k, v) in mine.iter().enumerate() {
+                        let i = 2 * k;
+                        assert_eq!(v, &fill(v.len(), (i + t + round) as u8));
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let freer = std::thread::spawn(move || {
+            let mut n = 0;
+            for batch in rx {
+                n += batch.len();
+            }
+            n
+        });
+        for m in makers {
+            m.join().unwrap();
+        }
+        assert_eq!(freer.join().unwrap(), 4 * 1000);
+    }
+    let p = profile::profile();
+    profile::stop();
+    let allocated: u64 = p.samples.iter().map(|s| s.alloc_objects).sum();
+    assert!(allocated > 100_000, "{allocated} allocations estimated");
+    let live: u64 = p
+        .samples
+        .iter()
+        .filter(|s| has(s, "stress_with_thread_churn"))
+        .map(|s| s.inuse_bytes)
+        .sum();
+    assert_eq!(live, 0, "everything the threads allocated was freed");
+}
+
 /// The `go` binary, or `None` (with a line saying the check is skipped).
 fn go() -> Option<&'static str> {
     let ok = std::process::Command::new("go")

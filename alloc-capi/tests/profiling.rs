@@ -127,6 +127,34 @@ fn a_c_program_at_exit_on_a_signal_and_in_a_child() {
 }
 
 #[test]
+fn dump_requests_during_forks_do_not_hang() {
+    let dir = common::scratch("profiling-storm");
+    let Some(exe) = common::compile("cc", "prof.c", &dir, &[]) else {
+        return;
+    };
+    for old in dumps(&dir, "storm") {
+        std::fs::remove_file(old).unwrap();
+    }
+    // A small interval: many samples, and dumps that take a while.
+    let mut cmd = Command::new("timeout");
+    cmd.arg("120")
+        .arg(&exe)
+        .arg("storm")
+        .env("SPECALLOC_PROF", dir.join("storm"))
+        .env("SPECALLOC_PROF_RATE", "4096")
+        .env("SPECALLOC_PROF_SIGNAL", "12");
+    let o = common::preloaded(cmd);
+    common::assert_ok("prof.c storm under the profiler (exit 124: it hung)", &o);
+    // The parent's and the 20 children's exit dumps at least, each a gzip file.
+    let files = dumps(&dir, "storm");
+    assert!(files.len() >= 21, "{} dumps", files.len());
+    for f in &files {
+        let b = std::fs::read(f).unwrap();
+        assert_eq!(&b[..2], &[0x1f, 0x8b], "{f:?} is gzip");
+    }
+}
+
+#[test]
 fn python_end_to_end() {
     if !common::have("python3", "the end-to-end profile of a real program") {
         return;

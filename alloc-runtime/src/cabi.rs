@@ -423,6 +423,8 @@ fn medium_in_place(p: *mut u8, s: &Span, size: usize) -> Result<*mut u8, usize> 
     let bytes = s.npages.get() as usize * PAGE_SIZE;
     if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
         s.large_size.set(size);
+        #[cfg(feature = "profiling")]
+        large::resampled(p, size, true);
         return Ok(p);
     }
     // Growing within the page runs: into the free pages right after it, with room for
@@ -435,6 +437,8 @@ fn medium_in_place(p: *mut u8, s: &Span, size: usize) -> Result<*mut u8, usize> 
             || large::grow_medium(s, large::medium_pages(size))
         {
             s.large_size.set(size);
+            #[cfg(feature = "profiling")]
+            large::resampled(p, size, true);
             return Ok(p);
         }
     }
@@ -455,6 +459,8 @@ unsafe fn huge_in_place(p: *mut u8, size: usize) -> Result<*mut u8, usize> {
     // is asked for a little more, stays; copying it back to a page run just below
     // would move it at each step.)
     if size <= body && size > body / 2 {
+        #[cfg(feature = "profiling")]
+        large::resampled(p, size, false);
         return Ok(p);
     }
     if size > MEDIUM_MAX {

@@ -87,15 +87,24 @@ fn chunk_span(p: *mut u8, size: usize, align: usize) -> &'static Span {
 pub(crate) fn on_free(p: *mut u8, size: usize, align: usize, kind: Kind) {
     let a = p as usize;
     let s = chunk_span(p, size, align);
-    let ok = match kind {
-        Kind::Tiny => s.class.get() as usize == crate::span::TINY_CLASS,
-        Kind::Small(c) => s.class.get() as usize == c,
-        Kind::Medium(pages) => {
-            s.state.load(Ordering::Relaxed) == crate::span::STATE_LARGE
-                && s.start.get() == p
-                && s.npages.get() as usize == pages
-        }
-    };
+    // A small object the heap profiler sampled has a page run of its own.
+    #[cfg(feature = "profiling")]
+    let sampled_small = matches!(kind, Kind::Tiny | Kind::Small(_))
+        && s.state.load(Ordering::Relaxed) == crate::span::STATE_LARGE
+        && s.start.get() == p
+        && s.prof.is_set();
+    #[cfg(not(feature = "profiling"))]
+    let sampled_small = false;
+    let ok = sampled_small
+        || match kind {
+            Kind::Tiny => s.class.get() as usize == crate::span::TINY_CLASS,
+            Kind::Small(c) => s.class.get() as usize == c,
+            Kind::Medium(pages) => {
+                s.state.load(Ordering::Relaxed) == crate::span::STATE_LARGE
+                    && s.start.get() == p
+                    && s.npages.get() as usize == pages
+            }
+        };
     if !ok {
         fault(
             "free with a Layout whose size class disagrees with the block's span",

@@ -252,6 +252,13 @@ impl<T> SpinLock<T> {
         }
     }
 
+    /// Whether any thread holds the lock now (a racy look: for a thread that must not wait for
+    /// a lock it may hold itself, as a signal handler's).
+    #[cfg(feature = "profiling")]
+    pub(crate) fn is_held(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != FREE
+    }
+
     /// Takes the lock without a guard (for `fork`: held across the fork, released in both
     /// processes by [`SpinLock::raw_unlock`]).
     pub(crate) fn raw_lock(&self) {

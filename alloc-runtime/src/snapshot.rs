@@ -165,10 +165,10 @@ pub fn stats() -> Stats {
         }
         remote += hr.remote_frees.load(Ordering::Relaxed);
         reserved_pages += hr.reserve_pages.load(Ordering::Relaxed);
-        tiny_allocs += hr.classes[TINY_CLASS].alloc_count();
+        tiny_allocs += hr.alloc_count(TINY_CLASS);
         tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
         for (c, cs) in classes.iter_mut().enumerate().skip(1) {
-            cs.allocs += hr.classes[c].alloc_count();
+            cs.allocs += hr.alloc_count(c);
             cs.frees += hr.classes[c].frees.load(Ordering::Relaxed);
         }
         // SAFETY: `h` came from the registry.

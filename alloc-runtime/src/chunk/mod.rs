@@ -246,6 +246,13 @@ pub(crate) const MAX_ALIGN_PAGES: usize = PAGES_PER_CHUNK / 4;
 
 const _: () = assert!(HEADER_PAGES <= MAX_ALIGN_PAGES);
 
+/// Whether a thread holds the page heap's lock now (a racy look, see
+/// [`SpinLock::is_held`](crate::lock::SpinLock::is_held)).
+#[cfg(feature = "profiling")]
+pub(crate) fn page_heap_busy() -> bool {
+    PAGE_HEAP.is_held()
+}
+
 /// Takes `npages` contiguous pages, starting at a multiple of `align` pages (a power of two up
 /// to [`MAX_ALIGN_PAGES`], with `npages` at most that too when `align > 1`). When the OS refuses
 /// a new chunk, calls `release` once (it gives memory back elsewhere, the cache of freed huge

@@ -332,6 +332,8 @@ extern "C" fn on_load() {
               while other threads allocate may hang\n",
         );
     }
+    #[cfg(feature = "profiling")]
+    crate::prof::on_load();
     // A failure is remembered: no key is made, and no purge thread started, without it. A key
     // made before this ran (by an allocation of a library initialised earlier) stays.
     if os::pin_image().is_err() && KEY.load(Ordering::Acquire) != 0 {

@@ -171,6 +171,9 @@ pub(crate) struct Heap {
     /// `sampled.rs`).
     #[cfg(feature = "profiling")]
     prof_epoch: Cell<u32>,
+    /// Odd while the owner draws a countdown (see [`Heap::alloc_count`]).
+    #[cfg(feature = "profiling")]
+    prof_seq: AtomicU32,
 }
 
 impl Heap {
@@ -216,6 +219,8 @@ impl Heap {
             trim_trimmer: AtomicU32::new(0),
             #[cfg(feature = "profiling")]
             prof_epoch: Cell::new(0),
+            #[cfg(feature = "profiling")]
+            prof_seq: AtomicU32::new(0),
             trim_seen: AtomicU32::new(u32::MAX),
         };
         // Every class starts at the sentinel span, whose free list is empty.
@@ -325,13 +330,33 @@ fn count_fires(cc: &ClassCache) -> bool {
 }
 
 impl ClassCache {
-    /// Allocations of this class by this heap.
+    /// Allocations of this class by this heap, read by its owner.
     #[inline]
     pub(crate) fn alloc_count(&self) -> u64 {
         let n = self.allocs.load(core::sync::atomic::Ordering::Relaxed);
         #[cfg(feature = "profiling")]
         let n = n.wrapping_sub(self.alloc_bias.load(core::sync::atomic::Ordering::Relaxed));
         n
+    }
+}
+
+impl Heap {
+    /// Allocations of `class` by this heap, read by any thread: with the heap profiler, the
+    /// counter and its offset as of one moment (`prof_seq`, a sequence lock the owner holds
+    /// while it draws a countdown), or after a few tries the last reading.
+    pub(crate) fn alloc_count(&self, class: usize) -> u64 {
+        #[cfg(feature = "profiling")]
+        for _ in 0..64 {
+            use core::sync::atomic::{fence, Ordering};
+            let s1 = self.prof_seq.load(Ordering::Acquire);
+            let n = self.classes[class].alloc_count();
+            fence(Ordering::Acquire);
+            if s1 & 1 == 0 && self.prof_seq.load(Ordering::Relaxed) == s1 {
+                return n;
+            }
+            core::hint::spin_loop();
+        }
+        self.classes[class].alloc_count()
     }
 }
 

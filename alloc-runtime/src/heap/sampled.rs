@@ -13,26 +13,34 @@
 //! record without any lookup for the blocks that were not sampled.
 //!
 //! A heap draws its countdowns when it first sees a sampling epoch (a start, a stop, a change of
-//! rate): on its next slow path, or at once for the thread that starts or stops profiling.
+//! rate): on its next slow path or when a countdown fires, or at once for the thread that starts
+//! or stops profiling. While profiling is off a countdown fires every 65,536 allocations of its
+//! class, so that a thread that never leaves its fast paths sees a start soon.
 
 use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::tls::current_heap;
-use super::{ClassCache, Heap};
+use super::Heap;
 use crate::span::{span_block_size, Block, Span, SPAN_CLASSES, TINY_CLASS};
 
-/// Sets `cc`'s counter to reach zero after `gap` more allocations, keeping its count.
-fn arm_class(cc: &ClassCache, gap: u64) {
+/// Sets the counter of `h`'s class `class` to reach zero after `gap` more allocations,
+/// keeping its count (owner only), inside the heap's sequence lock so that a reader on another
+/// thread never pairs the new counter with the old offset ([`Heap::alloc_count`]).
+fn arm_class(h: &Heap, class: usize, gap: u64) {
+    let cc = &h.classes[class];
     let count = cc.alloc_count();
     let counter = 0u64.wrapping_sub(gap);
-    // Owner-written: a reader between the two stores sees a count off by one gap, once.
+    let seq = h.prof_seq.load(Ordering::Relaxed);
+    h.prof_seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+    core::sync::atomic::fence(Ordering::Release);
     cc.alloc_bias
         .store(counter.wrapping_sub(count), Ordering::Relaxed);
     cc.allocs.store(counter, Ordering::Relaxed);
+    h.prof_seq.store(seq.wrapping_add(2), Ordering::Release);
 }
 
-/// Draws every class's countdown for the current epoch (all to never firing while
+/// Draws every class's countdown for the current epoch (all to the poll interval while
 /// profiling is off), if this heap has not yet.
 ///
 /// `h` is this thread's heap (or the fallback heap, under its lock).
@@ -44,8 +52,8 @@ pub(super) fn arm(h: &Heap) {
     }
     h.prof_epoch.set(epoch);
     let rate = crate::prof::rate();
-    for (class, cc) in h.classes.iter().enumerate().take(SPAN_CLASSES).skip(1) {
-        arm_class(cc, crate::prof::gap(span_block_size(class), rate));
+    for class in 1..SPAN_CLASSES {
+        arm_class(h, class, crate::prof::gap(span_block_size(class), rate));
     }
 }
 
@@ -82,6 +90,24 @@ pub(super) unsafe extern "C" fn fire<const ZEROED: bool>(
     unsafe { take_sample(&*heap, class, size, ZEROED, span, b) }
 }
 
+/// [`fire`] for the refill (`slow::alloc_from`), whose heap may be the fallback heap.
+///
+/// # Safety
+/// As for [`take_sample`].
+#[cold]
+#[inline(never)]
+pub(super) unsafe fn fire_in(
+    h: &Heap,
+    class: usize,
+    size: usize,
+    zeroed: bool,
+    span: &Span,
+    b: *mut Block,
+) -> *mut u8 {
+    // SAFETY: forwarded.
+    unsafe { take_sample(h, class, size, zeroed, span, b) }
+}
+
 /// The countdown of `class` on `h` reached zero on the allocation of `b`, which the caller
 /// popped from `span` (current, owned by `h`) and counted. Draws the next gap; on this thread's
 /// own heap, records the sample and gives the allocation a page run of its own, freeing `b`
@@ -91,7 +117,10 @@ pub(super) unsafe extern "C" fn fire<const ZEROED: bool>(
 /// `h` owns `span`, which is its current span of `class`; `b` is the block just popped from
 /// it and counted in `span.used` and in the class's counter; no lock of the allocator is held
 /// unless `h` is not this thread's own heap.
-pub(super) unsafe fn take_sample(
+///
+/// Inlined into its two callers, so that the stack it walks has no frame of its own.
+#[inline(always)]
+unsafe fn take_sample(
     h: &Heap,
     class: usize,
     size: usize,
@@ -105,14 +134,14 @@ pub(super) unsafe fn take_sample(
     if own {
         arm(h);
     }
-    arm_class(cc, crate::prof::gap(block, crate::prof::rate()));
+    arm_class(h, class, crate::prof::gap(block, crate::prof::rate()));
     // Recording walks the stack and taking the run calls the page heap: neither allocates
     // from this heap, and if the unwinder did, `b` is simply a block in use meanwhile.
     let sampled = match own.then(|| crate::prof::sample(block, size)).flatten() {
         Some(r) => crate::large::alloc_sampled(size, zeroed, r),
         None => ptr::null_mut(),
     };
-    let p = if sampled.is_null() {
+    if sampled.is_null() {
         // SAFETY: forwarded.
         unsafe { hand_out(class, size, zeroed, span, b) }
     } else {
@@ -134,12 +163,7 @@ pub(super) unsafe fn take_sample(
             Ordering::Relaxed,
         );
         sampled
-    };
-    if own {
-        // The heap is consistent again: a requested dump may allocate.
-        crate::prof::serve_dump_request();
     }
-    p
 }
 
 /// Hands out `b` as the fast path does after its count: the checked mode's record, the zeroing.

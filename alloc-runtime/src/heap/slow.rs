@@ -43,7 +43,7 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
     if super::count_fires(&h.classes[class]) {
         drop(_inside);
         // SAFETY: `s` is `h`'s current span of `class`, `b` its block just popped and counted.
-        return unsafe { super::sampled::take_sample(h, class, size, zeroed, s, b) };
+        return unsafe { super::sampled::fire_in(h, class, size, zeroed, s, b) };
     }
     #[cfg(feature = "checked")]
     crate::checked::on_alloc(b.cast());

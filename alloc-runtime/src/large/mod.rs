@@ -100,12 +100,41 @@ fn alloc_large_sampled(size: usize, align: usize, zero: bool) -> *mut u8 {
     p
 }
 
+/// After a resize in place of the large object at `p` (medium when `medium`) to `size` bytes:
+/// its record, if it was sampled, is dropped, and the new size takes a draw as a new
+/// allocation would (a buffer grown by `realloc` is sampled by the size it grows to).
+#[cfg(feature = "profiling")]
+pub(crate) fn resampled(p: *mut u8, size: usize, medium: bool) {
+    let record = if medium {
+        // SAFETY: a live medium object's run.
+        &unsafe { &*span_of(p) }.prof
+    } else {
+        // SAFETY: a live huge object.
+        unsafe { huge::sampled(p) }
+    };
+    record.free();
+    if crate::prof::draw_large(size) {
+        if let Some(r) = crate::prof::sample(size, size) {
+            record.set(r);
+        }
+    }
+}
+
 /// A small allocation of `size` bytes the heap profiler sampled (`r`): a page run of its own,
 /// whose descriptor holds the record, so that its free (which takes the small path, and finds
 /// a large span) knows it without looking anything up. Null, with the record dropped, when
 /// the page heap has no run.
 #[cfg(feature = "profiling")]
+///
+/// Skipped (null) while any thread holds the page heap's lock: the thread may be this one, a
+/// signal handler's allocation having interrupted it there, which must not wait for itself.
+/// Samples skipped because another thread was in the page heap at that moment make the
+/// estimates a little low under contention.
 pub(crate) fn alloc_sampled(size: usize, zero: bool, r: crate::prof::Record) -> *mut u8 {
+    if chunk::page_heap_busy() {
+        r.forget();
+        return ptr::null_mut();
+    }
     let p = alloc_medium(size, PAGE_SIZE, zero);
     if p.is_null() {
         r.forget();
@@ -199,6 +228,8 @@ pub(crate) unsafe fn realloc_large(
         let s = unsafe { &*span_of(p) };
         if medium_pages(old) == medium_pages(new) || grow_medium(s, medium_pages(new)) {
             s.large_size.set(new);
+            #[cfg(feature = "profiling")]
+            resampled(p, new, true);
             return Some(p);
         }
         return None;
@@ -207,7 +238,12 @@ pub(crate) unsafe fn realloc_large(
         return None;
     }
     // SAFETY: a live huge object, placed at a multiple of `align` (the caller's guarantee).
-    unsafe { huge::resize(p, new, align) }
+    let q = unsafe { huge::resize(p, new, align) };
+    #[cfg(feature = "profiling")]
+    if let Some(q) = q {
+        resampled(q, new, false);
+    }
+    q
 }
 
 /// Holds or releases the huge heap's lock around `fork` (see `heap::fork_*`), and the heap
@@ -223,7 +259,15 @@ pub(crate) fn fork_lock(take: bool) {
 /// chunk-backed block by its address alone).
 pub(crate) fn alloc_huge_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
     debug_assert!(align.is_power_of_two() && align > PAGE_SIZE);
-    huge::alloc(size, align, align, zero)
+    let p = huge::alloc(size, align, align, zero);
+    #[cfg(feature = "profiling")]
+    if !p.is_null() && crate::prof::draw_large(size) {
+        if let Some(r) = crate::prof::sample(size, size) {
+            // SAFETY: a live huge object.
+            unsafe { huge::sampled(p) }.set(r);
+        }
+    }
+    p
 }
 
 /// For the C API (`cabi.rs`): resizes the huge object at `p`, which [`alloc_huge_aligned`]
@@ -237,5 +281,10 @@ pub(crate) fn alloc_huge_aligned(size: usize, align: usize, zero: bool) -> *mut 
 pub(crate) unsafe fn resize_huge_aligned(p: *mut u8, new: usize, align: usize) -> Option<*mut u8> {
     debug_assert!(align.is_power_of_two() && align > PAGE_SIZE);
     // SAFETY: the caller's guarantee.
-    unsafe { huge::resize(p, new, align) }
+    let q = unsafe { huge::resize(p, new, align) };
+    #[cfg(feature = "profiling")]
+    if let Some(q) = q {
+        resampled(q, new, false);
+    }
+    q
 }

@@ -5,16 +5,18 @@
 //! Layers, bottom up: `sampler.rs` (when to sample: a per-class countdown of allocations drawn
 //! from the exponential distribution of bytes), `stacks.rs` (capturing a stack without
 //! allocating or locking, and the bounded table of stacks with their counts), `pprof.rs`
-//! (symbolising the stacks and encoding them, at dump time only), and this file (the public
-//! API, the environment variables of C programs).
+//! (symbolising the stacks and encoding them, at dump time only), `dumps.rs` (the dump lock,
+//! the thread that writes requested dumps, `fork`), and this file (the records the sampled
+//! objects keep). The public API is `crate::profile`.
 
 use core::cell::Cell;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+mod dumps;
 mod pprof;
 mod sampler;
 mod stacks;
 
+pub(crate) use dumps::{dump_lock, on_load, request_dump, set_dumper, start_dumper};
 pub(crate) use pprof::build_profile;
 pub(crate) use sampler::{epoch, gap, rate, seed, set_rate};
 pub(crate) use stacks::{counts, fork_lock, reset, snapshot, table_bytes, Dumping};
@@ -49,6 +51,13 @@ impl Sampled {
         self.bytes.set(r.bytes);
     }
 
+    /// Whether the object was sampled (the checked mode's question).
+    #[cfg(feature = "checked")]
+    #[inline]
+    pub(crate) fn is_set(&self) -> bool {
+        self.id.get() != 0
+    }
+
     /// On the object's free: takes its estimates off its stack's live counts, and clears the
     /// record (the descriptor or header is used again for other objects).
     #[inline]
@@ -80,20 +89,20 @@ impl Record {
 /// block of `block` bytes (its class's size; `size` for a large object): this thread's stack
 /// with the allocations and bytes it stands for. `None` when the sample is skipped (profiling
 /// is off, or a signal handler interrupted this thread inside the profiler).
+#[inline(always)]
 pub(crate) fn sample(block: usize, size: usize) -> Option<Record> {
     let rate = rate();
     let p = sampler::probability(block, rate);
-    if p <= 0.0 {
+    if p <= 0.0 || !stacks::sampling_here() {
         return None;
     }
-    let objects = 1.0 / p;
-    let bytes = size as f64 / p;
-    let id = stacks::record(objects, bytes);
-    (id != 0).then_some(Record {
-        id,
-        objects: objects as f32,
-        bytes: bytes as f32,
-    })
+    let mut pcs = [0usize; stacks::MAX_DEPTH];
+    let depth = stacks::capture(&mut pcs);
+    // Rounded as the record keeps them, so that the free takes off exactly what was added.
+    let objects = (1.0 / p) as f32;
+    let bytes = (size as f64 / p) as f32;
+    let id = stacks::record(&pcs, depth, objects as f64, bytes as f64);
+    (id != 0).then_some(Record { id, objects, bytes })
 }
 
 /// Whether a large allocation of `size` bytes is to be sampled (a draw at the current rate).
@@ -101,35 +110,6 @@ pub(crate) fn sample(block: usize, size: usize) -> Option<Record> {
 pub(crate) fn draw_large(size: usize) -> bool {
     let rate = rate();
     rate != 0 && sampler::draw(size, rate)
-}
-
-/// Set by [`request_dump`] (a signal handler may call it): the next sampled allocation dumps.
-static DUMP_REQUESTED: AtomicBool = AtomicBool::new(false);
-/// The function that writes a requested dump (`fn()`, set by the public API), 0 when none.
-static DUMPER: AtomicUsize = AtomicUsize::new(0);
-
-/// Sets the function that writes a requested dump.
-pub(crate) fn set_dumper(f: fn()) {
-    DUMPER.store(f as usize, Ordering::Release);
-}
-
-/// Asks for a dump at the next sampled allocation (async-signal-safe: one atomic store).
-pub(crate) fn request_dump() {
-    DUMP_REQUESTED.store(true, Ordering::Release);
-}
-
-/// Writes a requested dump, if one is requested and a dumper is set. Called where a thread
-/// holds no lock of the allocator and its heap is consistent (it allocates).
-pub(crate) fn serve_dump_request() {
-    if !DUMP_REQUESTED.load(Ordering::Relaxed) || !DUMP_REQUESTED.swap(false, Ordering::AcqRel) {
-        return;
-    }
-    let f = DUMPER.load(Ordering::Acquire);
-    if f != 0 {
-        // SAFETY: only `set_dumper` stores a nonzero value, a `fn()`.
-        let f: fn() = unsafe { core::mem::transmute::<usize, fn()>(f) };
-        f();
-    }
 }
 
 /// A heap profile: the sampled allocations' stacks, each with the estimate of the allocations

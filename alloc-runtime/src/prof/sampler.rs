@@ -14,11 +14,15 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// The mean sampling interval in bytes; 0 while profiling is off.
 static RATE: AtomicU64 = AtomicU64::new(0);
 /// Bumped on every change of [`RATE`]: a heap whose epoch differs arms its countdowns again on
-/// its next slow path.
-static EPOCH: AtomicU32 = AtomicU32::new(0);
+/// its next slow path, or when a countdown fires. 1 at first, so that every heap (made with
+/// epoch 0) arms its countdowns on its first slow path, profiling on or not.
+static EPOCH: AtomicU32 = AtomicU32::new(1);
 
-/// A countdown that does not reach zero in the life of a program (2^62 allocations).
-pub(crate) const NEVER: u64 = 1 << 62;
+/// The countdown while profiling is off: a class's countdown fires every 65,536 allocations
+/// (and draws again, sampling nothing), so that a thread that never leaves its fast paths still
+/// sees a new epoch soon after profiling starts. A few dozen instructions per 65,536
+/// allocations.
+pub(crate) const POLL: u64 = 1 << 16;
 
 /// The mean sampling interval in bytes, 0 when profiling is off.
 #[inline]
@@ -26,10 +30,11 @@ pub(crate) fn rate() -> u64 {
     RATE.load(Ordering::Relaxed)
 }
 
-/// The sampling epoch (see [`EPOCH`]).
+/// The sampling epoch (see [`EPOCH`]). Acquire: a heap that sees a new epoch sees the rate
+/// that came with it.
 #[inline]
 pub(crate) fn epoch() -> u32 {
-    EPOCH.load(Ordering::Relaxed)
+    EPOCH.load(Ordering::Acquire)
 }
 
 /// Sets the mean sampling interval (0: off) and starts a new epoch.
@@ -69,11 +74,14 @@ pub(crate) fn probability(bytes: usize, rate: u64) -> f64 {
     -(-(bytes.max(1) as f64) / rate as f64).exp_m1()
 }
 
+/// A countdown that does not reach zero in the life of a program (2^62 allocations).
+const NEVER: u64 = 1 << 62;
+
 /// How many allocations of `bytes` each, counting the sampled one, until the next sample at
-/// mean interval `rate` (a geometric draw); [`NEVER`] when `rate` is 0.
+/// mean interval `rate` (a geometric draw); [`POLL`] when `rate` is 0.
 pub(crate) fn gap(bytes: usize, rate: u64) -> u64 {
     if rate == 0 {
-        return NEVER;
+        return POLL;
     }
     // P(gap > k) = (1 - p)^k with ln(1 - p) = -bytes / rate.
     let g = -uniform().ln() * rate as f64 / bytes.max(1) as f64;
@@ -106,7 +114,7 @@ mod tests {
             (mean - want).abs() < want * 0.02,
             "mean {mean}, want {want}"
         );
-        assert_eq!(gap(bytes, 0), NEVER);
+        assert_eq!(gap(bytes, 0), POLL);
     }
 
     #[test]

@@ -14,11 +14,11 @@
 //! The profiler's own allocations (a dump's) are made outside the lock and sampled as any
 //! others.
 
+use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::RawStack;
-use crate::lock::{SpinGuard, SpinLock};
 
 /// Frames kept per stack (the innermost; the allocator's own take a few of them).
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -52,22 +52,30 @@ struct Table {
     generation: u32,
 }
 
-// SAFETY: the table is reached only through its lock.
-unsafe impl Send for Table {}
+/// The table behind its lock, [`HOLDER`].
+struct TableCell(UnsafeCell<Table>);
 
-static TABLE: SpinLock<Table> = SpinLock::new(Table {
+// SAFETY: the table is reached only by the thread that holds `HOLDER` (see `lock_table`).
+unsafe impl Sync for TableCell {}
+
+static TABLE: TableCell = TableCell(UnsafeCell::new(Table {
     entries: ptr::null_mut(),
     stacks: 0,
     overflowed: 0,
     generation: 1,
-});
+}));
 
 /// Bytes of the table's mapping.
 pub(crate) const TABLE_BYTES: usize = CAPACITY * core::mem::size_of::<Entry>();
 
-/// The thread holding [`TABLE`]'s lock (`pthread_self`), 0 when none: a thread that finds
-/// itself there (a signal handler that interrupted it) skips, rather than waiting for itself.
-/// Not a thread-local: a shared library would reach one through `__tls_get_addr`.
+const _: () = assert!(TABLE_BYTES.is_multiple_of(crate::os::OS_PAGE));
+
+/// The table's lock: the holding thread's `pthread_self`, 0 when free. The word is the owner
+/// itself, so a thread that finds its own id there (a signal handler that interrupted it while
+/// it held the lock, or a `fork` handler of the forking thread, which holds it for the fork)
+/// skips instead of waiting for itself; there is no moment at which the thread holds the lock
+/// and the word says otherwise. Not a thread-local: a shared library would reach one through
+/// `__tls_get_addr`. A waiter spins a little, then yields (the lock is held for a table lookup).
 static HOLDER: AtomicUsize = AtomicUsize::new(0);
 
 /// The thread writing a profile (`pthread_self`), 0 when none: its own allocations meanwhile
@@ -79,8 +87,8 @@ static DUMPING: AtomicUsize = AtomicUsize::new(0);
 pub(crate) struct Dumping(bool);
 
 impl Dumping {
-    /// Marks this thread as writing a profile (one thread at a time: another that writes one
-    /// meanwhile has its allocations sampled).
+    /// Marks this thread as writing a profile (one thread at a time: the callers hold the
+    /// dump lock).
     pub(crate) fn start() -> Dumping {
         let me = crate::lock::this_thread();
         Dumping(
@@ -99,42 +107,60 @@ impl Drop for Dumping {
     }
 }
 
-/// [`TABLE`]'s lock, with [`HOLDER`] set; `None` when this thread holds it already.
-fn lock_table() -> Option<Held> {
-    let me = crate::lock::this_thread();
-    if HOLDER.load(Ordering::Relaxed) == me {
-        return None;
+/// Takes [`HOLDER`] for `me`; `false` when `me` holds it already.
+fn take(me: usize) -> bool {
+    let mut spins = 0u32;
+    loop {
+        match HOLDER.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(h) if h == me => return false,
+            Err(_) => {
+                spins += 1;
+                if spins < 100 {
+                    core::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
     }
-    let guard = TABLE.lock();
-    HOLDER.store(me, Ordering::Relaxed);
-    Some(Held(guard))
+}
+
+/// The table, locked; `None` when this thread holds the lock already.
+fn lock_table() -> Option<Held> {
+    take(crate::lock::this_thread()).then(|| Held(()))
 }
 
 /// The table, locked by this thread.
-struct Held(SpinGuard<'static, Table>);
+struct Held(());
 
 impl Drop for Held {
     fn drop(&mut self) {
-        HOLDER.store(0, Ordering::Relaxed);
+        HOLDER.store(0, Ordering::Release);
     }
 }
 
 impl core::ops::Deref for Held {
     type Target = Table;
     fn deref(&self) -> &Table {
-        &self.0
+        // SAFETY: this thread holds the lock, so no other thread reaches the table.
+        unsafe { &*TABLE.0.get() }
     }
 }
 
 impl core::ops::DerefMut for Held {
     fn deref_mut(&mut self) -> &mut Table {
-        &mut self.0
+        // SAFETY: as above.
+        unsafe { &mut *TABLE.0.get() }
     }
 }
 
-/// Captures this thread's stack into `pcs`; returns the frames written.
-#[inline(never)]
-fn capture(pcs: &mut [usize; MAX_DEPTH]) -> usize {
+/// Captures this thread's stack into `pcs`; returns the frames written. Inlined into the
+/// sampling path with everything between it and the allocator's entry point: each frame costs
+/// the unwinder a few thousand instructions (finding and running its call-frame information),
+/// and the allocator's own frames are dropped from the profile anyway.
+#[inline(always)]
+pub(crate) fn capture(pcs: &mut [usize; MAX_DEPTH]) -> usize {
     let mut n = 0;
     // SAFETY: the unsynchronised walk is safe when no other thread runs `backtrace`'s
     // synchronised functions at the same time on this unwinder's state; the libunwind backend
@@ -165,15 +191,18 @@ fn hash(pcs: &[usize]) -> u64 {
     h.max(1)
 }
 
-/// Records a sample of this thread's stack standing for `objects` allocations of `bytes` in
-/// all; returns its id for [`unrecord`], 0 when the sample is skipped (this thread is writing a profile,
-/// a signal handler interrupted it inside the profiler, or the table cannot be mapped).
-pub(crate) fn record(objects: f64, bytes: f64) -> u32 {
-    if DUMPING.load(Ordering::Relaxed) == crate::lock::this_thread() {
-        return 0;
-    }
-    let mut pcs = [0usize; MAX_DEPTH];
-    let depth = capture(&mut pcs);
+/// Whether this thread's allocations are sampled now (not while it writes a profile).
+#[inline(always)]
+pub(crate) fn sampling_here() -> bool {
+    DUMPING.load(Ordering::Relaxed) != crate::lock::this_thread()
+}
+
+/// Records a sample of the stack `pcs[..depth]` (from [`capture`]) standing for `objects`
+/// allocations of `bytes` in all; returns its id for [`unrecord`], 0 when the sample is skipped
+/// (a signal handler interrupted this thread inside the profiler, or the table cannot be
+/// mapped).
+#[inline(never)]
+pub(crate) fn record(pcs: &[usize; MAX_DEPTH], depth: usize, objects: f64, bytes: f64) -> u32 {
     let h = hash(&pcs[..depth]);
     let Some(mut t) = lock_table() else {
         return 0;
@@ -240,8 +269,14 @@ pub(crate) fn reset() {
     };
     t.generation = t.generation.wrapping_add(1).max(1);
     if !t.entries.is_null() {
+        // The pages go back and read zero when touched again: no page is written here, and
+        // the table holds memory again only as stacks arrive.
         // SAFETY: the mapping is ours, under the lock.
-        unsafe { ptr::write_bytes(t.entries, 0, CAPACITY) };
+        if !unsafe { crate::os::decommit(t.entries.cast(), TABLE_BYTES) } {
+            // Refused (it never is for a private anonymous mapping): cleared by hand.
+            // SAFETY: as above.
+            unsafe { ptr::write_bytes(t.entries, 0, CAPACITY) };
+        }
     }
     t.stacks = 0;
     t.overflowed = 0;
@@ -316,12 +351,37 @@ pub(crate) fn snapshot() -> Vec<RawStack> {
         .collect()
 }
 
-/// Holds or releases the table's lock around `fork`.
-pub(crate) fn fork_lock(take: bool) {
-    if take {
-        TABLE.raw_lock();
+/// Holds or releases the table's lock around `fork` (the forking thread; in the child, the
+/// same thread id). In the child, no thread is writing a profile any more.
+pub(crate) fn fork_lock(take_it: bool) {
+    let me = crate::lock::this_thread();
+    if take_it {
+        take(me);
     } else {
-        // SAFETY: this thread took it in the prepare handler (or is the child's only thread).
-        unsafe { TABLE.raw_unlock() };
+        if HOLDER.load(Ordering::Relaxed) == me {
+            HOLDER.store(0, Ordering::Release);
+        }
+        if DUMPING.load(Ordering::Relaxed) != me {
+            DUMPING.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_never_waits_for_the_table_it_holds() {
+        let held = lock_table().expect("the table is free");
+        // What a signal handler's sample finds on this thread meanwhile: no lock, no wait.
+        assert!(lock_table().is_none());
+        let other = std::thread::spawn(|| {
+            // Another thread waits (here: tries once) rather than skipping.
+            HOLDER.load(Ordering::Relaxed) != 0
+        });
+        assert!(other.join().unwrap());
+        drop(held);
+        assert!(lock_table().is_some());
     }
 }
