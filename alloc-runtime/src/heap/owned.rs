@@ -7,7 +7,7 @@ use core::sync::atomic::Ordering;
 
 use crate::chunk;
 use crate::remote;
-use crate::span::{span_block_size, Block, ListTag, Span, STATE_SMALL, TINY_SIZE};
+use crate::span::{Block, ListTag, Span, TINY_SIZE};
 use crate::stats;
 
 /// Clears the first `size` bytes of a block just taken from a free list; a block from a fresh
@@ -105,26 +105,4 @@ pub(super) unsafe fn release_span(s: &Span) {
     let _errno = crate::os::KeepErrno::new();
     // SAFETY: guaranteed by the caller.
     unsafe { chunk::free_pages(s as *const Span as *mut Span) };
-}
-
-/// Initialises a descriptor for a fresh span of `class`.
-pub(super) fn setup_small(s: &Span, class: usize, zero: bool) {
-    let size = span_block_size(class);
-    let start = s.start.get();
-    let n = s.npages.get() as usize * crate::size_class::PAGE_SIZE / size;
-    s.free.set(ptr::null_mut());
-    s.used.set(0);
-    s.free_zero.set(false);
-    s.class.set(class as u8);
-    s.set_tag(ListTag::None);
-    s.bump_zero.set(zero);
-    s.remote.store(0, Ordering::Relaxed);
-    s.bump.set(start);
-    // SAFETY: `n` whole blocks fit in the span.
-    s.end.set(unsafe { start.add(n * size) });
-    s.next.set(ptr::null_mut());
-    s.prev.set(ptr::null_mut());
-    s.large_size.set(0);
-    s.state.store(STATE_SMALL, Ordering::Relaxed);
-    stats::SPANS[class].fetch_add(1, Ordering::Relaxed);
 }
