@@ -108,7 +108,13 @@ pub fn rate() -> Option<u64> {
 /// drop(v);
 /// profile::stop();
 /// ```
+///
+/// Empty in a forked child whose parent was writing a profile at the fork (the symboliser's
+/// lock may be held there by a thread the child does not have).
 pub fn profile() -> Profile {
+    if !crate::prof::dumps_possible() {
+        return Profile::default();
+    }
     let _one_at_a_time = crate::prof::dump_lock();
     profile_locked()
 }
@@ -124,9 +130,20 @@ fn profile_locked() -> Profile {
 /// Writes [`profile`] to `path` in the pprof format (gzipped `profile.proto`); an error, and
 /// nothing written, when the file exists already or cannot be made.
 pub fn dump(path: impl AsRef<Path>) -> io::Result<()> {
+    if !crate::prof::dumps_possible() {
+        return Err(no_dumps());
+    }
     let _one_at_a_time = crate::prof::dump_lock();
     let _dumping = crate::prof::Dumping::start();
     profile_locked().write_pprof(path.as_ref())
+}
+
+/// The error of a dump in a forked child whose parent was writing a profile at the fork.
+fn no_dumps() -> io::Error {
+    io::Error::other(
+        "this process was forked while its parent wrote a heap profile, whose symboliser it \
+         cannot use; it writes no profile",
+    )
 }
 
 /// The profiler's own figures.
@@ -163,6 +180,9 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 /// Writes a dump to the next free `<prefix>.<pid>.<n>.heap.pb.gz`; `None` when no prefix is set.
 pub fn dump_to_prefix() -> Option<io::Result<PathBuf>> {
     let prefix = PREFIX.get()?;
+    if !crate::prof::dumps_possible() {
+        return Some(Err(no_dumps()));
+    }
     let _one_at_a_time = crate::prof::dump_lock();
     let _dumping = crate::prof::Dumping::start();
     let p = profile_locked();

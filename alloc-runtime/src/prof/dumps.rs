@@ -3,9 +3,10 @@
 //!
 //! A dump symbolises and encodes, which allocates much and takes the `backtrace` crate's lock.
 //! So:
-//! - every dump holds [`DUMP_LOCK`], which the `fork` prepare handler takes before any lock of
-//!   the allocator (a dump in progress finishes first): a child never starts with the
-//!   `backtrace` crate's lock held by a thread it does not have;
+//! - every dump holds [`DUMP_LOCK`]; a child forked while it was held (a dump in progress, whose
+//!   thread the child does not have, with the `backtrace` crate's lock perhaps held too) writes
+//!   no profile and says so, rather than waiting forever (a `fork` does not wait for a dump:
+//!   overlapping forks must not wait on each other);
 //! - a dump asked for by a signal (`SPECALLOC_PROF_SIGNAL`) is written by a thread of the
 //!   profiler's own, which the signal handler wakes (an atomic store and a futex wake, both
 //!   async-signal-safe): never inside whichever `malloc` comes next, whose stack may be small
@@ -64,46 +65,24 @@ pub(crate) fn start_dumper() -> Result<(), libc::c_int> {
     os::spawn_detached(dumper)
 }
 
-/// The thread that holds [`DUMP_LOCK`] for a `fork`, 0 when none, and how many forks it holds
-/// it for: a `fork` handler of another library may fork again (its prepare handler runs after
-/// ours), and each fork's parent and child handlers run once.
-static FORK_HOLDER: AtomicUsize = AtomicUsize::new(0);
-/// See [`FORK_HOLDER`].
-static FORK_DEPTH: AtomicU32 = AtomicU32::new(0);
+/// Set in a forked child whose parent was writing a profile at the fork: the symboliser's lock
+/// (the `backtrace` crate's) is held by a thread the child does not have, so the child writes
+/// no profile (it would wait forever); it says so instead.
+static NO_DUMPS: AtomicU32 = AtomicU32::new(0);
 
-/// `fork` prepare handler: waits for a dump in progress, and holds new ones back.
-extern "C" fn prepare() {
-    let me = crate::lock::this_thread();
-    if FORK_HOLDER.load(Ordering::Relaxed) == me {
-        FORK_DEPTH.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    DUMP_LOCK.raw_lock();
-    FORK_HOLDER.store(me, Ordering::Relaxed);
-    FORK_DEPTH.store(1, Ordering::Relaxed);
+/// Whether this process can write profiles (see [`NO_DUMPS`]).
+pub(crate) fn dumps_possible() -> bool {
+    NO_DUMPS.load(Ordering::Relaxed) == 0
 }
 
-/// One fork's end (parent or child): the lock goes once no fork holds it.
-fn fork_end() {
-    if FORK_HOLDER.load(Ordering::Relaxed) != crate::lock::this_thread() {
-        return;
-    }
-    if FORK_DEPTH.fetch_sub(1, Ordering::Relaxed) == 1 {
-        FORK_HOLDER.store(0, Ordering::Relaxed);
-        // SAFETY: taken by this thread in `prepare` (in a child: by the thread it is a copy
-        // of, the same thread id).
-        unsafe { DUMP_LOCK.raw_unlock() };
-    }
-}
-
-/// `fork` parent handler.
-extern "C" fn parent() {
-    fork_end();
-}
-
-/// `fork` child handler: the dumper thread did not survive the fork; the child gets its own.
+/// `fork` child handler: a dump in progress in the parent is not in the child (see
+/// [`NO_DUMPS`]); the dumper thread did not survive the fork, and the child gets its own.
 extern "C" fn child() {
-    fork_end();
+    if DUMP_LOCK.is_held() {
+        // SAFETY: the thread that held it is not in the child; nothing else will release it.
+        unsafe { DUMP_LOCK.raw_unlock() };
+        NO_DUMPS.store(1, Ordering::Relaxed);
+    }
     REQUESTED.store(0, Ordering::Relaxed);
     if WANTED.load(Ordering::Relaxed) == 1 && start_dumper().is_err() {
         os::write_stderr(
@@ -113,13 +92,14 @@ extern "C" fn child() {
     }
 }
 
-/// Registers the `fork` handlers, after the heap's (so that the prepare handler runs before
-/// the heap's, which take the allocator's locks that a dump in progress needs, and the parent
-/// and child handlers after). Called by the heap's load-time constructor.
+/// Registers the `fork` child handler, after the heap's (so that it runs after the heap's,
+/// which makes the child's allocator usable). Called by the heap's load-time constructor.
 pub(crate) fn on_load() {
-    if os::at_fork(prepare, parent, child).is_err() {
+    // SAFETY: a handler with the required signature; no prepare or parent handler.
+    let r = unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    if r != 0 {
         os::write_stderr(
-            b"specalloc: could not register the heap profiler's fork handlers; a child forked \
+            b"specalloc: could not register the heap profiler's fork handler; a child forked \
               while a profile is being written may hang at exit\n",
         );
     }

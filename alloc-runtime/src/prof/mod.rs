@@ -16,7 +16,9 @@ mod pprof;
 mod sampler;
 mod stacks;
 
-pub(crate) use dumps::{dump_lock, on_load, request_dump, set_dumper, start_dumper};
+pub(crate) use dumps::{
+    dump_lock, dumps_possible, on_load, request_dump, set_dumper, start_dumper,
+};
 pub(crate) use pprof::build_profile;
 pub(crate) use sampler::{epoch, gap, rate, seed, set_rate};
 pub(crate) use stacks::{counts, fork_lock, reset, snapshot, table_bytes, Dumping};
