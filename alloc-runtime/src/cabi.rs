@@ -421,10 +421,12 @@ pub unsafe fn realloc(p: *mut u8, size: usize) -> *mut u8 {
 #[inline(never)]
 fn medium_in_place(p: *mut u8, s: &Span, size: usize) -> Result<*mut u8, usize> {
     let bytes = s.npages.get() as usize * PAGE_SIZE;
+    #[cfg(feature = "profiling")]
+    let old = s.large_size.get();
     if size > MAX_SMALL_SIZE && size <= bytes && size > bytes / 2 {
         s.large_size.set(size);
         #[cfg(feature = "profiling")]
-        large::resampled(p, size, true);
+        large::resampled(p, old, size, true);
         return Ok(p);
     }
     // Growing within the page runs: into the free pages right after it, with room for
@@ -438,7 +440,7 @@ fn medium_in_place(p: *mut u8, s: &Span, size: usize) -> Result<*mut u8, usize> 
         {
             s.large_size.set(size);
             #[cfg(feature = "profiling")]
-            large::resampled(p, size, true);
+            large::resampled(p, old, size, true);
             return Ok(p);
         }
     }
@@ -460,7 +462,11 @@ unsafe fn huge_in_place(p: *mut u8, size: usize) -> Result<*mut u8, usize> {
     // would move it at each step.)
     if size <= body && size > body / 2 {
         #[cfg(feature = "profiling")]
-        large::resampled(p, size, false);
+        // SAFETY: a live huge object; its header records the size last asked.
+        unsafe {
+            large::resampled(p, large::huge_requested(p), size, false);
+            large::huge_set_requested(p, size);
+        }
         return Ok(p);
     }
     if size > MEDIUM_MAX {

@@ -104,6 +104,27 @@ unsafe fn write_header(base: usize, len: usize, size: usize, align: usize) {
     };
 }
 
+/// The size last asked for the huge object at `p` (allocation or resize).
+///
+/// # Safety
+/// `p` is a live huge object.
+#[cfg(feature = "profiling")]
+pub(crate) unsafe fn requested(p: *mut u8) -> usize {
+    // SAFETY: a huge object has its header, ours, in the page before it.
+    unsafe { (*header(p)).size }
+}
+
+/// Records `size` as the size last asked for the huge object at `p` (a resize that kept it as
+/// it was).
+///
+/// # Safety
+/// `p` is a live huge object.
+#[cfg(feature = "profiling")]
+pub(crate) unsafe fn set_requested(p: *mut u8, size: usize) {
+    // SAFETY: a huge object has its header, ours, in the page before it.
+    unsafe { (*header(p)).size = size };
+}
+
 /// The heap profiler's record of the huge object at `p`.
 ///
 /// # Safety

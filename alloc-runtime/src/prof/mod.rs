@@ -53,6 +53,40 @@ impl Sampled {
         self.bytes.set(r.bytes);
     }
 
+    /// The object was resized in place from `old` to `new` bytes (a large object). It stays
+    /// sampled with the probability its new size gives, without a new walk of the stack where it
+    /// can: a grown object that was not sampled is sampled with the probability of the bytes it
+    /// grew by (the two draws together give the new size's), a shrunk one that was sampled stays
+    /// so with the ratio of the two probabilities; a sample's estimates follow the new size. (A
+    /// buffer grown in small steps would otherwise walk the stack at each step once it is large.)
+    pub(crate) fn resized(&self, old: usize, new: usize) {
+        let rate = rate();
+        if rate == 0 {
+            return;
+        }
+        let p_new = sampler::probability(new, rate);
+        let id = self.id.get();
+        if id != 0 {
+            if new < old && !sampler::chance(p_new / sampler::probability(old, rate)) {
+                self.free();
+                return;
+            }
+            let objects = (1.0 / p_new) as f32;
+            let bytes = (new as f64 / p_new) as f32;
+            stacks::adjust(
+                id,
+                objects as f64 - self.objects.get() as f64,
+                bytes as f64 - self.bytes.get() as f64,
+            );
+            self.objects.set(objects);
+            self.bytes.set(bytes);
+        } else if new > old && sampler::draw(new - old, rate) {
+            if let Some(r) = sample(new, new) {
+                self.set(r);
+            }
+        }
+    }
+
     /// Whether the object was sampled (the checked mode's question).
     #[cfg(feature = "checked")]
     #[inline]
@@ -66,7 +100,7 @@ impl Sampled {
     pub(crate) fn free(&self) {
         let id = self.id.get();
         if id != 0 {
-            stacks::unrecord(id, self.objects.get() as f64, self.bytes.get() as f64);
+            stacks::adjust(id, -(self.objects.get() as f64), -(self.bytes.get() as f64));
             self.id.set(0);
         }
     }
@@ -83,7 +117,7 @@ pub(crate) struct Record {
 impl Record {
     /// Drops a record whose object was never handed out.
     pub(crate) fn forget(self) {
-        stacks::unrecord(self.id, self.objects as f64, self.bytes as f64);
+        stacks::adjust(self.id, -(self.objects as f64), -(self.bytes as f64));
     }
 }
 

@@ -92,6 +92,11 @@ pub(crate) fn gap(bytes: usize, rate: u64) -> u64 {
     }
 }
 
+/// A draw that succeeds with probability `q`.
+pub(crate) fn chance(q: f64) -> bool {
+    uniform() <= q
+}
+
 /// Whether one allocation of `bytes` is sampled now (a Bernoulli draw, for the large objects,
 /// which take no countdown).
 pub(crate) fn draw(bytes: usize, rate: u64) -> bool {

@@ -198,7 +198,7 @@ pub(crate) fn sampling_here() -> bool {
 }
 
 /// Records a sample of the stack `pcs[..depth]` (from [`capture`]) standing for `objects`
-/// allocations of `bytes` in all; returns its id for [`unrecord`], 0 when the sample is skipped
+/// allocations of `bytes` in all; returns its id for [`adjust`], 0 when the sample is skipped
 /// (a signal handler interrupted this thread inside the profiler, or the table cannot be
 /// mapped).
 #[inline(never)]
@@ -245,8 +245,9 @@ pub(crate) fn record(pcs: &[usize; MAX_DEPTH], depth: usize, objects: f64, bytes
     ((t.generation & 0xffff) << 16) | (idx as u32 + 1)
 }
 
-/// Takes a freed sample's live estimates off its stack (`id` from [`record`]).
-pub(crate) fn unrecord(id: u32, objects: f64, bytes: f64) {
+/// Adds `objects` and `bytes` (negative: takes them off) to the live estimates of the stack
+/// `id` (from [`record`]): a sampled object freed or resized.
+pub(crate) fn adjust(id: u32, objects: f64, bytes: f64) {
     let Some(t) = lock_table() else {
         // A signal handler's free while this thread holds the table: its sample stays live.
         return;
@@ -257,8 +258,8 @@ pub(crate) fn unrecord(id: u32, objects: f64, bytes: f64) {
     let idx = (id & 0xffff) as usize - 1;
     // SAFETY: `idx` came from `record` of this generation, inside the mapping.
     let e = unsafe { &mut *t.entries.add(idx) };
-    e.est[2] -= objects;
-    e.est[3] -= bytes;
+    e.est[2] += objects;
+    e.est[3] += bytes;
 }
 
 /// Forgets every stack (profiling starts again): samples recorded before are ignored when
