@@ -72,6 +72,10 @@ pub(crate) fn build_profile(
         .filter(|s| (s.alloc_objects | s.alloc_bytes | s.inuse_objects | s.inuse_bytes) != 0)
         .collect();
     samples.sort_by_key(|s| std::cmp::Reverse((s.inuse_bytes, s.alloc_bytes)));
+    // The symboliser keeps the binaries' parsed debug information (tens of MiB for a binary
+    // built with it) for its next use: given back, so that a server that writes a profile now
+    // and then does not hold that memory in between (the next dump parses again).
+    backtrace::clear_symbol_cache();
     Profile {
         rate,
         start_nanos,
