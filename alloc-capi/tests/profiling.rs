@@ -155,6 +155,29 @@ fn dump_requests_during_forks_do_not_hang() {
 }
 
 #[test]
+fn unwinding_while_another_thread_loads_libraries_does_not_hang() {
+    let dir = common::scratch("profiling-dlopen");
+    let Some(exe) = common::compile("cc", "prof.c", &dir, &[]) else {
+        return;
+    };
+    for old in dumps(&dir, "dl") {
+        std::fs::remove_file(old).unwrap();
+    }
+    // Every 4 KiB: the main thread walks its stack hundreds of thousands of times while the
+    // loader's lists change under `dlopen` and `dlclose` (and their own allocations).
+    let mut cmd = Command::new("timeout");
+    cmd.arg("120")
+        .arg(&exe)
+        .arg("dlopen")
+        .env("SPECALLOC_PROF", dir.join("dl"))
+        .env("SPECALLOC_PROF_RATE", "4096");
+    let o = common::preloaded(cmd);
+    common::assert_ok("prof.c dlopen under the profiler (exit 124: it hung)", &o);
+    // The program's dump (and `timeout`'s own, which the preload reaches too).
+    assert!(!dumps(&dir, "dl").is_empty());
+}
+
+#[test]
 fn python_end_to_end() {
     if !common::have("python3", "the end-to-end profile of a real program") {
         return;

@@ -4,7 +4,9 @@
  * buffer grown by realloc to 64 MiB, kept. Then, with `signal`, raises SIGUSR2 and waits for
  * the dump; `fork`: the child allocates and exits too (its own file); `storm`: one thread sends
  * SIGUSR2 (a dump request) every 200 us while the main thread forks 20 children that allocate
- * and exit (nothing may hang or crash: a fork waits for a dump in progress). */
+ * and exit; `dlopen`: one thread loads and unloads a library 2,000 times while the main
+ * thread's sampled allocations walk their stacks (nothing may hang or crash). */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +84,25 @@ static int storm(void) {
     return 0;
 }
 
+static void *load_unload(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        void *h = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
+        if (h) dlclose(h);
+    }
+    storming = 0;
+    return NULL;
+}
+
+static int dlopen_storm(void) {
+    storming = 1;
+    pthread_t a;
+    pthread_create(&a, NULL, load_unload, NULL);
+    while (storming) churn_buffers();
+    pthread_join(a, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     keep_records();
     churn_buffers();
@@ -95,6 +116,8 @@ int main(int argc, char **argv) {
             sleep(2);
         } else if (strcmp(argv[i], "storm") == 0) {
             if (storm() != 0) return 1;
+        } else if (strcmp(argv[i], "dlopen") == 0) {
+            if (dlopen_storm() != 0) return 1;
         } else if (strcmp(argv[i], "fork") == 0) {
             pid_t pid = fork();
             if (pid == 0) {
