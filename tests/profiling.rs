@@ -337,6 +337,34 @@ fn a_thread_that_never_refills_is_sampled_after_start() {
     );
 }
 
+/// Allocates in a thread-local's destructor, which runs as its thread exits.
+struct AllocatesOnExit;
+
+impl Drop for AllocatesOnExit {
+    fn drop(&mut self) {
+        let v: Vec<Vec<u8>> = (0..2000).map(|i| vec![i as u8; 700]).collect();
+        assert!(v.iter().enumerate().all(|(i, b)| b[699] == i as u8));
+    }
+}
+
+std::thread_local! {
+    static ON_EXIT: AllocatesOnExit = const { AllocatesOnExit };
+}
+
+#[test]
+fn thread_exit_destructors_allocate_while_sampled() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A sample every 1 KiB: the destructors' allocations (some after the thread's heap is torn
+    // down, from the shared fallback heap) are sampled or skipped, never a crash.
+    profile::start(1 << 10);
+    for _ in 0..20 {
+        std::thread::spawn(|| ON_EXIT.with(|_| ())).join().unwrap();
+    }
+    let p = profile::profile();
+    profile::stop();
+    assert!(p.samples.iter().any(|s| has(s, "AllocatesOnExit")));
+}
+
 /// `SPECALLOC_STRESS_SCALE` (1 by default): multiplies the stress test's rounds.
 fn scale() -> usize {
     std::env::var("SPECALLOC_STRESS_SCALE")

@@ -145,9 +145,16 @@ fn dump_requests_during_forks_do_not_hang() {
         .env("SPECALLOC_PROF_SIGNAL", "12");
     let o = common::preloaded(cmd);
     common::assert_ok("prof.c storm under the profiler (exit 124: it hung)", &o);
-    // The parent's and the 20 children's exit dumps at least, each a gzip file.
+    // Every process wrote its exit dump, or (a child forked while its parent wrote one, whose
+    // symboliser it cannot use) said it writes none: the parent and 20 children at least.
     let files = dumps(&dir, "storm");
-    assert!(files.len() >= 21, "{} dumps", files.len());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let declined = stderr.matches("it writes no profile").count();
+    assert!(
+        files.len() + declined >= 21,
+        "{} dumps, {declined} declined:\n{stderr}",
+        files.len()
+    );
     for f in &files {
         let b = std::fs::read(f).unwrap();
         assert_eq!(&b[..2], &[0x1f, 0x8b], "{f:?} is gzip");

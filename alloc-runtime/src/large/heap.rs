@@ -117,6 +117,13 @@ static HEAP: SpinLock<HugeHeap> = SpinLock::new(HugeHeap {
     next_window: 0,
 });
 
+/// Whether a thread holds the huge heap's lock now (a racy look, for the heap profiler: see
+/// `large::alloc_sampled`).
+#[cfg(feature = "profiling")]
+pub(super) fn busy() -> bool {
+    HEAP.is_held()
+}
+
 /// The age a merged run takes: the longer part's (a few pages freed beside a long run that
 /// has aged do not make it young again, which would keep it from ever decaying while they
 /// come and go).

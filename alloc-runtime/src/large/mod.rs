@@ -134,12 +134,14 @@ fn resampled_on(p: *mut u8, old: usize, new: usize, medium: bool) {
 /// the page heap has no run.
 #[cfg(feature = "profiling")]
 ///
-/// Skipped (null) while any thread holds the page heap's lock: the thread may be this one, a
-/// signal handler's allocation having interrupted it there, which must not wait for itself.
-/// Samples skipped because another thread was in the page heap at that moment make the
-/// estimates a little low under contention.
+/// Skipped (null) while any thread holds the page heap's lock or the huge heap's, which the
+/// run's allocation and its free take: the thread may be this one, a signal handler's
+/// allocation having interrupted it there, which must not wait for itself (and the handler's
+/// free of what it allocated finds them free too, its thread being stopped). Samples skipped
+/// because another thread was there at that moment make the estimates a little low under
+/// contention.
 pub(crate) fn alloc_sampled(size: usize, zero: bool, r: crate::prof::Record) -> *mut u8 {
-    if chunk::page_heap_busy() {
+    if chunk::page_heap_busy() || heap::busy() {
         r.forget();
         return ptr::null_mut();
     }
