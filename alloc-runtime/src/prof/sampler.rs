@@ -71,7 +71,7 @@ pub(crate) fn probability(bytes: usize, rate: u64) -> f64 {
     if rate == 0 {
         return 0.0;
     }
-    -(-(bytes.max(1) as f64) / rate as f64).exp_m1()
+    -libm::expm1(-(bytes.max(1) as f64) / rate as f64)
 }
 
 /// A countdown that does not reach zero in the life of a program (2^62 allocations).
@@ -84,7 +84,7 @@ pub(crate) fn gap(bytes: usize, rate: u64) -> u64 {
         return POLL;
     }
     // P(gap > k) = (1 - p)^k with ln(1 - p) = -bytes / rate.
-    let g = -uniform().ln() * rate as f64 / bytes.max(1) as f64;
+    let g = -libm::log(uniform()) * rate as f64 / bytes.max(1) as f64;
     if g >= NEVER as f64 {
         NEVER
     } else {
