@@ -2,26 +2,33 @@
 //! libraries it loads. Each one it needs is mapped and relocated at start and counts in the
 //! process's resident set (`libm.so`'s start-up made about 300 KiB resident, for the two
 //! functions the heap profiler's sampler called), so the library needs glibc, the loader and
-//! `libgcc_s` (the unwinder: Rust's panics and the profiler's stacks) and nothing else.
+//! `libgcc_s` (the unwinder: Rust's panics and the profiler's stacks) and nothing else. And the
+//! code that runs is placed together (`hot-text.ld`): the kernel maps a library's pages around
+//! each one touched, so code spread through the text made about 300 KiB of it resident.
 //!
-//! Skipped, with a line, without `readelf`.
+//! Skipped, with a line, without `readelf` (and `nm`).
 
 mod common;
 
 use std::process::Command;
+
+/// What `prog flag <the library>` prints.
+fn tool(prog: &str, flag: &str) -> String {
+    let o = Command::new(prog)
+        .arg(flag)
+        .arg(common::lib())
+        .output()
+        .unwrap_or_else(|e| panic!("run {prog}: {e}"));
+    assert!(o.status.success(), "{prog} {flag} failed");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
 
 /// The shared libraries the library names as needed (`readelf -d`'s `NEEDED` entries).
 fn needed() -> Option<Vec<String>> {
     if !common::have("readelf", "the needed-libraries check") {
         return None;
     }
-    let o = Command::new("readelf")
-        .arg("-dW")
-        .arg(common::lib())
-        .output()
-        .expect("run readelf");
-    assert!(o.status.success(), "readelf -d failed");
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let text = tool("readelf", "-dW");
     Some(
         text.lines()
             .filter(|l| l.contains("(NEEDED)"))
@@ -48,5 +55,68 @@ fn only_libc_the_loader_and_the_unwinder_are_needed() {
         extra.is_empty(),
         "libspecalloc.so needs libraries beyond libc, the loader and libgcc_s: {extra:?} \
          (each one is mapped and relocated in every preloaded process)"
+    );
+}
+
+#[test]
+fn the_allocators_code_is_placed_together() {
+    if !common::have("readelf", "the text-order check")
+        || !common::have("nm", "the text-order check")
+    {
+        return;
+    }
+    // `[15] .text.specalloc PROGBITS 0000000000030250 02f250 0191ee ...`
+    let sections = tool("readelf", "-SW");
+    let (start, size) = sections
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|w| *w == ".text.specalloc")?;
+            let hex = |w: &str| u64::from_str_radix(w, 16).ok();
+            Some((hex(f.get(at + 2)?)?, hex(f.get(at + 4)?)?))
+        })
+        .unwrap_or_else(|| panic!("no .text.specalloc section in:\n{sections}"));
+    println!(".text.specalloc: {start:#x}, {size} bytes");
+    let symbols = tool("nm", "-C");
+    let address = |name: &str| {
+        symbols
+            .lines()
+            .find_map(|l| {
+                let (addr, rest) = l.split_once(' ')?;
+                let (kind, sym) = rest.split_once(' ')?;
+                (kind.eq_ignore_ascii_case("t")
+                    && (sym == name || sym.ends_with(&format!("::{name}"))))
+                .then(|| u64::from_str_radix(addr, 16).ok())?
+            })
+            .unwrap_or_else(|| panic!("no function {name} in the library"))
+    };
+    for name in [
+        "malloc",
+        "free",
+        "calloc",
+        "realloc",
+        "heap::miss::alloc_slow",
+        "heap::miss::free_slow",
+        "heap::slow::alloc_from",
+        "chunk::alloc_runs",
+    ] {
+        let at = address(name);
+        assert!(
+            (start..start + size).contains(&at),
+            "{name} at {at:#x} lies outside .text.specalloc ({start:#x}, {size} bytes)"
+        );
+    }
+    // The text that follows is the rest: the section holds the allocator, not the library.
+    let text = sections
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|w| *w == ".text")?;
+            u64::from_str_radix(f.get(at + 4)?, 16).ok()
+        })
+        .expect("a .text section");
+    assert!(
+        size < text,
+        "the allocator's section ({size} bytes) is not the smaller part of the text ({text} bytes)"
     );
 }
