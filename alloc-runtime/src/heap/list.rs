@@ -51,6 +51,11 @@ impl SpanList {
         }
     }
 
+    /// Pushes `s` at the back.
+    pub(crate) fn push_back(&self, s: &Span) {
+        self.link_before_head(s);
+    }
+
     /// Takes `s`, a member, off the list.
     pub(crate) fn unlink(&self, s: &Span) {
         let sp = s as *const Span as *mut Span;
