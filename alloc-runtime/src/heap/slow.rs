@@ -193,14 +193,10 @@ fn take_back(h: &Heap, s: &Span) {
     }
 }
 
-/// Moves a span from the full list to the back of the partial list, so that refills take first the
-/// spans taken back earlier, which have had longer to gather frees. At the front (the blocks just
-/// freed, still in the cache, handed out next), a program that frees at random into full spans
-/// refilled from a span with one or two free blocks at a time, and moved on: C `churn` executed
-/// 7 % more instructions (at scale 0.2) and peaked at 66.6 MiB of resident memory instead of 56.2
-/// (at scale 2); the Rust suite's BTreeMap, graph and JSON programs run the same either way (wall
-/// time 0.994 and 0.998 of the front's for the first two, instructions within 0.06 %; an earlier
-/// cachegrind run of the BTreeMap program had counted a third more L1 misses at the back).
+/// Moves a span from the full list to the back of the partial list: refills take the spans that
+/// had longest to gather frees first. At the front, random frees into full spans had refills move
+/// on a block or two at a time (C `churn`: 7 % more instructions, 19 % more peak RSS; the Rust
+/// suite the same either way; `bench/RESULTS.md`).
 fn unpark(h: &Heap, s: &Span) {
     debug_assert_eq!(s.tag(), ListTag::Full);
     h.full.unlink(s);
