@@ -1,8 +1,10 @@
 //! The real-workload suite: programs that allocate the way real Rust does
 //! (`specalloc_bench::realworld`: a serde_json document tree, syn parsing
 //! Rust source, `BTreeMap`/`HashMap` churn with short strings, a
-//! producer/consumer over a channel with 1, 2, 4 and 8 producers, text
-//! processing, a graph search with boxed trees), each run under specalloc,
+//! producer/consumer over a channel with 1, 2, 4 and 8 producers, a
+//! larson-style server whose worker threads hand their objects on to new
+//! threads and exit, text processing, a graph search with boxed trees, trees
+//! and buffers that grow and shrink), each run under specalloc,
 //! the system allocator, mimalloc, jemalloc, tcmalloc and snmalloc.
 //!
 //! # How
@@ -109,7 +111,7 @@ fn usage() -> Usage {
              \x20 --no-peers     leave the peers out (mimalloc, jemalloc and snmalloc need --features peers)\n\
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
-             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, text, graph,\n\
+             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, server, text, graph,\n\
              \x20         rebuild, rebuild1, grow, largebuf\n\
              environment: REALWORLD_BEFORE=PATH runs an earlier build of specalloc's worker\n\
              \x20 (its target/release/realworld_worker) in the same rounds, as `specalloc before`\n",

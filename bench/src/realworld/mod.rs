@@ -23,7 +23,7 @@
 //! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
 //! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
 //! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
-//! `"…".to_string()` keys. `syn`, `btree`, `text`, `grow` and `largebuf` have none: their
+//! `"…".to_string()` keys. `syn`, `btree`, `server`, `text`, `grow` and `largebuf` have none: their
 //! sizes are known only at run time, or their allocations are made inside
 //! syn, serde_json and std.
 
@@ -61,6 +61,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod rebuild;
 pub mod report;
+pub mod server;
 pub mod text;
 
 /// One program of the suite.
@@ -127,6 +128,13 @@ pub const PROGRAMS: &[Program] = &[
         name: "pipeline8",
         what: "8 producers -> consumer over mpsc; consumer frees (cross-thread)",
         run: pipeline::run::<8>,
+        default_scale: 60,
+        quick_scale: 8,
+    },
+    Program {
+        name: "server",
+        what: "larson-style: 4 tables of 5,000 objects (8-1,000 B) replaced at random by threads that hand them on and exit",
+        run: server::run,
         default_scale: 60,
         quick_scale: 8,
     },
