@@ -83,6 +83,7 @@ fn workloads_agree_under_specalloc_and_glibc() {
     for (name, scale) in [
         ("larson", "0.01"),
         ("prodcons", "0.01"),
+        ("medium", "0.01"),
         ("xmalloc", "0.01"),
         ("mallocthread", "0.005"),
         ("falseshare", "0.01"),

@@ -7,14 +7,15 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the ten C workloads of `bench/c/` with `cc -O2`, and finds
+//! directory of its own), compiles the eleven C workloads of `bench/c/` with `cc -O2`, and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
 //! or where `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says; a peer that is missing is left out,
 //! with a line (all of this is [`specalloc_bench::preload`], which the scaling table shares).
 //! The C workloads: mixed-size churn (`churn`), a Larson-style server (`larson`, 2 threads),
-//! producer/consumer pairs (`prodcons`, 4 threads), string building (`strings`), binary trees
+//! producer/consumer pairs (`prodcons`, 4 threads), medium sizes across threads after rptest
+//! (`medium`, 2 threads), string building (`strings`), binary trees
 //! (`bintree`), realloc-grown buffers (`reallocbuf`), a cross-thread exchange after
 //! xmalloc-test (`xmalloc`, 2 threads), glibc's bench-malloc-thread pattern (`mallocthread`, 2
 //! threads) and a working set of 64 KiB–4 MiB blocks (`largeblocks`). The real programs (a
@@ -59,7 +60,7 @@ fn usage() -> Usage {
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
                 \n\
-                Runs ten C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
+                Runs eleven C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
                 glibc and on\n\
                 specalloc, mimalloc, jemalloc, tcmalloc and snmalloc (each LD_PRELOADed, missing \
                 ones left\n\
@@ -169,10 +170,11 @@ fn relative_to_glibc(
 }
 
 /// The C workloads of `bench/c/` the table runs, each at its default scale and thread count.
-const C_WORKLOADS: [&str; 10] = [
+const C_WORKLOADS: [&str; 11] = [
     "churn",
     "larson",
     "prodcons",
+    "medium",
     "strings",
     "bintree",
     "reallocbuf",

@@ -14,6 +14,8 @@
 //! * `larson`: a Larson-style server, threads replacing blocks of a set of their own, the sets
 //!   moving to other threads every generation (cross-thread frees, thread churn);
 //! * `prodcons`: producer/consumer pairs, every message freed by the other thread of its pair;
+//! * `medium`: medium sizes across threads (after rptest): blocks of 8 B to 16 KB replaced at
+//!   random, and batches of them sent round a ring to be freed by the next thread;
 //! * `xmalloc`: a cross-thread exchange in a ring (after xmalloc-test), every block freed by
 //!   the next thread: the free-heavy remote path;
 //! * `mallocthread`: glibc's bench-malloc-thread pattern, no block leaving its thread: the
@@ -65,7 +67,7 @@ impl Workload {
     }
 }
 
-const WORKLOADS: [Workload; 5] = [
+const WORKLOADS: [Workload; 6] = [
     Workload {
         name: "larson",
         what: "Larson-style server: threads replace blocks of their own set; the sets move to \
@@ -76,6 +78,12 @@ const WORKLOADS: [Workload; 5] = [
         name: "prodcons",
         what: "producer/consumer pairs: every message freed by the other thread of its pair",
         scale: 2.0,
+    },
+    Workload {
+        name: "medium",
+        what: "medium sizes across threads (rptest-like): 8 B to 16 KB blocks, batches sent round \
+               a ring and freed by the next thread",
+        scale: 0.5,
     },
     Workload {
         name: "xmalloc",
@@ -124,7 +132,7 @@ fn usage() -> Usage {
                 built; a smoke test,\n\
                 \x20                  not a measurement\n\
                 \x20 --threads LIST   thread counts, comma-separated (default 1,2,4,8,16)\n\
-                \x20 --programs LIST  programs, comma-separated (default all: larson, prodcons, \
+                \x20 --programs LIST  programs, comma-separated (default all: larson, prodcons, medium, \
                 xmalloc,\n\
                 \x20                  mallocthread, falseshare)\n\
                 \x20 --scale F        multiplies every program's work (default 1; 0.1 with \
