@@ -111,8 +111,8 @@ fn usage() -> Usage {
              \x20 --no-peers     leave the peers out (mimalloc, jemalloc and snmalloc need --features peers)\n\
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
              \x20 --verify       build and check every worker, run nothing\n\
-             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, server, text, graph,\n\
-             \x20         rebuild, rebuild1, grow, largebuf\n\
+             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, server,\n\
+             \x20         server-joined, text, graph, rebuild, rebuild1, grow, largebuf\n\
              environment: REALWORLD_BEFORE=PATH runs an earlier build of specalloc's worker\n\
              \x20 (its target/release/realworld_worker) in the same rounds, as `specalloc before`\n",
     }

@@ -139,6 +139,13 @@ pub const PROGRAMS: &[Program] = &[
         quick_scale: 8,
     },
     Program {
+        name: "server-joined",
+        what: "server, each worker joined before the next of its table starts (no thread left exiting)",
+        run: server::run_joined,
+        default_scale: 60,
+        quick_scale: 8,
+    },
+    Program {
         name: "text",
         what: "tokenise, count words, format! lines, String growth, sort",
         run: text::run,

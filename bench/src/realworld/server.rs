@@ -7,7 +7,10 @@
 //!
 //! Each lineage of workers (a table and the threads that hold it in turn) has
 //! its own random stream, so the checksum does not depend on how the threads
-//! interleave.
+//! interleave. [`run_joined`] (`server-joined`) does the same work with each
+//! worker joined before its successor starts, so that no finished worker is
+//! still exiting (holding what it allocated) while the next one runs: on a
+//! machine with fewer cores than busy threads, exiting threads wait for a core.
 
 use std::sync::mpsc;
 
@@ -30,45 +33,46 @@ fn object(r: &mut SplitMix64) -> Box<[u8]> {
     vec![(x >> 32) as u8 | 1; len].into_boxed_slice()
 }
 
-/// One worker: `OPS_PER_WORKER` replacements in `table`, then the table goes to the next
-/// worker of the lineage (a new thread), or back to the main thread after the last one.
-fn worker(
-    generation: u64,
-    generations: u64,
-    mut r: SplitMix64,
-    mut table: Vec<Box<[u8]>>,
-    mut h: u64,
-    done: mpsc::Sender<(u64, Vec<Box<[u8]>>)>,
-) {
+/// A lineage's state as it passes from worker to worker: its random stream, its table and the
+/// checksum so far.
+type Lineage = (SplitMix64, Vec<Box<[u8]>>, u64);
+
+/// One worker's share: `OPS_PER_WORKER` replacements in the lineage's table.
+fn serve((mut r, mut table, mut h): Lineage) -> Lineage {
     for _ in 0..OPS_PER_WORKER {
         let i = (r.next_u64() % SLOTS as u64) as usize;
         let new = object(&mut r);
         let old = std::mem::replace(&mut table[i], new);
         h = mix(h, old.len() as u64 ^ (old[old.len() - 1] as u64) << 16);
     }
-    if generation + 1 == generations {
-        done.send((h, table)).expect("main thread");
-        return;
-    }
-    std::thread::spawn(move || worker(generation + 1, generations, r, table, h, done));
+    (r, table, h)
 }
 
-/// `LINEAGES` tables of `SLOTS` objects, filled by the main thread, each passed through
-/// `2 × scale` worker threads in turn.
-pub fn run(scale: u32) -> u64 {
-    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
-    let (tx, rx) = mpsc::channel();
-    for lineage in 0..LINEAGES {
-        let mut r = rng(0x5e7e_0000 + lineage);
-        let table: Vec<Box<[u8]>> = (0..SLOTS).map(|_| object(&mut r)).collect();
-        let done = tx.clone();
-        std::thread::spawn(move || worker(0, generations, r, table, lineage, done));
+/// One worker of [`run`]: its share, then the lineage goes to the next worker (a new thread,
+/// started before this one exits, as larson's workers do), or back to the main thread after the
+/// last one.
+fn worker(generation: u64, generations: u64, lineage: Lineage, done: mpsc::Sender<Lineage>) {
+    let lineage = serve(lineage);
+    if generation + 1 == generations {
+        done.send(lineage).expect("main thread");
+        return;
     }
-    drop(tx);
-    // Arrival order varies between runs: a commutative sum.
+    std::thread::spawn(move || worker(generation + 1, generations, lineage, done));
+}
+
+/// A lineage's first state: its table of `SLOTS` objects, filled by the calling thread.
+fn first(lineage: u64) -> Lineage {
+    let mut r = rng(0x5e7e_0000 + lineage);
+    let table: Vec<Box<[u8]>> = (0..SLOTS).map(|_| object(&mut r)).collect();
+    (r, table, lineage)
+}
+
+/// Sums the lineages the workers send back, whatever their order, and frees their tables on
+/// the main thread.
+fn finish(rx: mpsc::Receiver<Lineage>) -> u64 {
     let mut sum = 0u64;
     let mut tables = Vec::new();
-    for (h, table) in rx {
+    for (_, table, h) in rx {
         let last = table
             .iter()
             .fold(0u64, |a, o| a.wrapping_add(o.len() as u64 * o[0] as u64));
@@ -77,4 +81,41 @@ pub fn run(scale: u32) -> u64 {
     }
     assert_eq!(tables.len() as u64, LINEAGES, "a lineage's worker failed");
     sum
+}
+
+/// `LINEAGES` tables of `SLOTS` objects, filled by the main thread, each passed through
+/// `2 × scale` worker threads in turn, each worker starting its successor and exiting.
+pub fn run(scale: u32) -> u64 {
+    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
+    let (tx, rx) = mpsc::channel();
+    for lineage in 0..LINEAGES {
+        let state = first(lineage);
+        let done = tx.clone();
+        std::thread::spawn(move || worker(0, generations, state, done));
+    }
+    drop(tx);
+    finish(rx)
+}
+
+/// [`run`] with each worker joined before the next of its lineage starts (a thread per task, as
+/// a pool that spawns and joins does): the same work and checksum, with no worker left exiting
+/// while its successor runs. One driver thread per lineage starts and joins its workers.
+pub fn run_joined(scale: u32) -> u64 {
+    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
+    let (tx, rx) = mpsc::channel();
+    for lineage in 0..LINEAGES {
+        let state = first(lineage);
+        let done = tx.clone();
+        std::thread::spawn(move || {
+            let mut state = state;
+            for _ in 0..generations {
+                state = std::thread::spawn(move || serve(state))
+                    .join()
+                    .expect("worker");
+            }
+            done.send(state).expect("main thread");
+        });
+    }
+    drop(tx);
+    finish(rx)
 }
