@@ -600,12 +600,18 @@ mod tests {
         assert_eq!(cli::help_problem(&h, "scaling", &texts), None);
     }
 
+    /// The workload named `name`.
+    fn workload(name: &str) -> &'static Workload {
+        WORKLOADS.iter().find(|w| w.name == name).unwrap()
+    }
+
     #[test]
     fn scale_arguments_are_short() {
-        assert_eq!(WORKLOADS[0].scale_arg(0.1), "0.3");
-        assert_eq!(WORKLOADS[2].scale_arg(1.0), "1");
-        assert_eq!(WORKLOADS[2].scale_arg(1.0 / 3.0), "0.333333");
-        assert_eq!(WORKLOADS[2].scale_arg(1e-7), "0.0000001");
+        assert_eq!(workload("larson").scale_arg(0.1), "0.3");
+        assert_eq!(workload("medium").scale_arg(1.0), "0.5");
+        assert_eq!(workload("xmalloc").scale_arg(1.0), "1");
+        assert_eq!(workload("xmalloc").scale_arg(1.0 / 3.0), "0.333333");
+        assert_eq!(workload("xmalloc").scale_arg(1e-7), "0.0000001");
     }
 
     #[test]
@@ -625,7 +631,7 @@ mod tests {
     /// and the chart's panels come out of them.
     #[test]
     fn tables_from_samples() {
-        let w = &WORKLOADS[2];
+        let w = workload("xmalloc");
         let cases = [
             Case {
                 workload: w,
