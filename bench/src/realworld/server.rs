@@ -67,9 +67,18 @@ fn first(lineage: u64) -> Lineage {
     (r, table, lineage)
 }
 
-/// Sums the lineages the workers send back, whatever their order, and frees their tables on
-/// the main thread.
-fn finish(rx: mpsc::Receiver<Lineage>) -> u64 {
+/// Fills the `LINEAGES` tables on the calling thread, starts each lineage on a thread of its
+/// own with `start(generations, first state, channel back)`, then sums the lineages the workers
+/// send back, whatever their order, and frees their tables on the calling thread.
+fn lineages(scale: u32, start: fn(u64, Lineage, mpsc::Sender<Lineage>)) -> u64 {
+    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
+    let (tx, rx) = mpsc::channel();
+    for lineage in 0..LINEAGES {
+        let state = first(lineage);
+        let done = tx.clone();
+        std::thread::spawn(move || start(generations, state, done));
+    }
+    drop(tx);
     let mut sum = 0u64;
     let mut tables = Vec::new();
     for (_, table, h) in rx {
@@ -86,36 +95,21 @@ fn finish(rx: mpsc::Receiver<Lineage>) -> u64 {
 /// `LINEAGES` tables of `SLOTS` objects, filled by the main thread, each passed through
 /// `2 × scale` worker threads in turn, each worker starting its successor and exiting.
 pub fn run(scale: u32) -> u64 {
-    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
-    let (tx, rx) = mpsc::channel();
-    for lineage in 0..LINEAGES {
-        let state = first(lineage);
-        let done = tx.clone();
-        std::thread::spawn(move || worker(0, generations, state, done));
-    }
-    drop(tx);
-    finish(rx)
+    lineages(scale, |generations, state, done| {
+        worker(0, generations, state, done)
+    })
 }
 
 /// [`run`] with each worker joined before the next of its lineage starts (a thread per task, as
 /// a pool that spawns and joins does): the same work and checksum, with no worker left exiting
 /// while its successor runs. One driver thread per lineage starts and joins its workers.
 pub fn run_joined(scale: u32) -> u64 {
-    let generations = WORKERS_PER_SCALE * scale.max(1) as u64;
-    let (tx, rx) = mpsc::channel();
-    for lineage in 0..LINEAGES {
-        let state = first(lineage);
-        let done = tx.clone();
-        std::thread::spawn(move || {
-            let mut state = state;
-            for _ in 0..generations {
-                state = std::thread::spawn(move || serve(state))
-                    .join()
-                    .expect("worker");
-            }
-            done.send(state).expect("main thread");
-        });
-    }
-    drop(tx);
-    finish(rx)
+    lineages(scale, |generations, mut state, done| {
+        for _ in 0..generations {
+            state = std::thread::spawn(move || serve(state))
+                .join()
+                .expect("worker");
+        }
+        done.send(state).expect("main thread");
+    })
 }
