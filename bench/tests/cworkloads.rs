@@ -135,6 +135,48 @@ fn workloads_agree_under_specalloc_and_glibc() {
     );
 }
 
+/// Thousands of threads alive at once, each with blocks of its own (`threadchain`): the same
+/// output as on glibc, and every thread of the chain had a heap of its own (a thread that took
+/// over another live thread's heap would share it, and the heaps made would fall short).
+#[test]
+fn a_chain_of_live_threads_agrees_and_each_has_a_heap() {
+    if !have_cc("the chain of live threads") {
+        return;
+    }
+    let dir = scratch("threadchain");
+    let counters = dir.join("stats-at-exit.txt");
+    let exe = preload::compiled(&root(), "threadchain", &dir);
+    let prog = Program::c("threadchain", &exe, &["0.5".into()], &dir);
+    let (_, glibc) = preload::run_one(&prog, None).unwrap();
+    let text = String::from_utf8_lossy(&glibc).into_owned();
+    assert!(
+        text.starts_with("threadchain: 2000 threads live at once, checksum "),
+        "{text}"
+    );
+    let mut counted = prog.clone();
+    counted.argv.splice(
+        0..0,
+        [
+            "env".to_string(),
+            format!("SPECALLOC_STATS_AT_EXIT={}", counters.display()),
+        ],
+    );
+    let (_, spec) = preload::run_one(&counted, Some(&lib())).unwrap();
+    assert_eq!(text, String::from_utf8_lossy(&spec));
+    let report = std::fs::read_to_string(&counters).unwrap();
+    let heaps: usize = report
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("heaps="))
+        .unwrap_or_else(|| panic!("no heap count in {report}"))
+        .parse()
+        .unwrap();
+    // The chain's 2000 threads and the main thread.
+    assert!(
+        heaps >= 2001,
+        "{heaps} heaps for 2000 live threads: {report}"
+    );
+}
+
 /// A scale or thread count that makes no sense stops the workload with its usage (it never
 /// falls back to the full work).
 #[test]

@@ -10,10 +10,10 @@
 use core::sync::atomic::Ordering;
 
 use super::list::SpanList;
+use super::outbox::publish_outboxes;
 use super::owned::{collect_remote, release_span};
-use super::slow::publish_outboxes;
 use super::trimlock::{barrier_ready, no_live_block, trimmer_leave, trimmer_try};
-use super::Heap;
+use super::{Heap, NOT_BARE};
 use crate::remote;
 use crate::span::{ListTag, Span};
 
@@ -33,11 +33,20 @@ pub(super) fn trim(h: &Heap) -> usize {
     bytes
 }
 
-/// Whether `h`'s owner entered no slow path since the last call (the first call says no).
-pub(super) fn idle_since_last_look(h: &Heap) -> bool {
+/// Whether the trimmer should try `h` on this pass: its owner entered no slow path since the
+/// last call (the first call says no), and it may hold something to give back.
+///
+/// A trim that leaves a heap *bare* (no span on its partial and full lists, nothing on its
+/// delayed list; its outboxes and reserve are always emptied) records the owner word it saw.
+/// While the word stays that, the heap stays bare: lists, outboxes and reserve change only on
+/// the owner's slow paths, which change the word, and the delayed list only for spans parked
+/// full, which is a list (read here all the same). Such a heap is passed without its lock, so
+/// a pass over thousands of blocked threads' heaps runs no `membarrier` for any of them.
+pub(super) fn worth_trimming(h: &Heap) -> bool {
     let now = h.owner_word();
     let seen = h.trim_seen.swap(now, Ordering::Relaxed);
     seen == now
+        && (h.trim_bare_at.load(Ordering::Relaxed) != now || h.delayed.load(Ordering::Relaxed) != 0)
 }
 
 /// [`trim`] with the lock held.
@@ -73,7 +82,17 @@ fn trim_locked(h: &Heap) -> usize {
     bytes += give_back_empty(&h.full);
     // Every span left on a partial list holds a live block.
     h.empty_kept.set(0);
-    bytes + super::reserve::release(h)
+    bytes += super::reserve::release(h);
+    let bare = h.full.is_empty()
+        && h.classes[1..].iter().all(|cc| cc.partial.is_empty())
+        && h.delayed.load(Ordering::Relaxed) == 0;
+    // The owner is out of its slow paths while we hold the lock: its word stays even and as
+    // read here until we leave.
+    h.trim_bare_at.store(
+        if bare { h.owner_word() } else { NOT_BARE },
+        Ordering::Relaxed,
+    );
+    bytes
 }
 
 /// Gives back the spans of `list` that hold no live block; keeps the others in their order.

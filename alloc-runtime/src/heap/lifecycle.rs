@@ -8,7 +8,9 @@ use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use super::central::{give_away, CENTRAL};
-use super::slow::{alloc_from, process_delayed, publish_outboxes};
+use super::outbox::publish_outboxes;
+use super::slow::{alloc_from, process_delayed};
+use super::threads::ThreadIndex;
 use super::{empty_heap, tls, write_new_heap, Heap};
 use crate::lock::{this_thread, ForkEnd, SpinLock, FORKS};
 use crate::os;
@@ -22,6 +24,8 @@ struct HeapPool {
     all: *mut Heap,
     /// Heaps made so far.
     made: usize,
+    /// The heaps that record a thread descriptor, by descriptor.
+    threads: ThreadIndex,
     /// Unused space of the current metadata mapping.
     arena: usize,
     arena_end: usize,
@@ -33,6 +37,7 @@ static HEAPS: SpinLock<HeapPool> = SpinLock::new(HeapPool {
     free: ptr::null_mut(),
     all: ptr::null_mut(),
     made: 0,
+    threads: ThreadIndex::new(),
     arena: 0,
     arena_end: 0,
 });
@@ -78,7 +83,7 @@ pub(crate) fn trim_idle_heaps() -> usize {
     while !h.is_null() {
         // SAFETY: registry members are live heaps, never freed.
         let hr = unsafe { &*h };
-        if hr.active.load(Ordering::Relaxed) && super::idle::idle_since_last_look(hr) {
+        if hr.active.load(Ordering::Relaxed) && super::idle::worth_trimming(hr) {
             bytes += super::idle::trim(hr);
         }
         // SAFETY: `h` is a registry member.
@@ -117,23 +122,16 @@ const HEAP_ARENA: usize = 256 * 1024;
 /// thread.
 fn new_heap(thread: usize) -> Option<*mut Heap> {
     let mut pool = HEAPS.lock();
-    if thread != 0 {
-        let mut h = pool.all;
-        while !h.is_null() {
-            // SAFETY: registry members are live heaps; `thread` is read under the pool's lock.
-            let hr = unsafe { &*h };
-            if hr.thread.get() == thread {
-                return Some(h);
-            }
-            h = hr.all_next.get();
-        }
+    if let Some(h) = pool.threads.find(thread) {
+        return Some(h);
     }
     if !pool.free.is_null() {
         let h = pool.free;
-        // SAFETY: pooled heaps are live and protected by the lock.
+        // SAFETY: pooled heaps are live, never freed, and protected by the lock; a pooled
+        // heap records no thread.
         unsafe {
             pool.free = (*h).pool_next.get();
-            (*h).thread.set(thread);
+            pool.threads.set(h, thread);
         }
         return Some(h);
     }
@@ -149,7 +147,7 @@ fn new_heap(thread: usize) -> Option<*mut Heap> {
     unsafe {
         write_new_heap(h);
         (*h).all_next.set(pool.all);
-        (*h).thread.set(thread);
+        pool.threads.set(h, thread);
     }
     pool.all = h;
     pool.made += 1;
@@ -161,14 +159,15 @@ fn new_heap(thread: usize) -> Option<*mut Heap> {
 /// later thread on a reused descriptor may take them over).
 fn forget_other_threads() {
     let me = this_thread();
-    let pool = HEAPS.lock();
+    let mut pool = HEAPS.lock();
     let mut h = pool.all;
     let mut active = 0;
     while !h.is_null() {
         // SAFETY: registry members are live heaps; `thread` is written under the pool's lock.
         let hr = unsafe { &*h };
         if hr.thread.get() != me {
-            hr.thread.set(0);
+            // SAFETY: a registry member, never freed; indexed through the pool only.
+            unsafe { pool.threads.set(h, 0) };
         } else if hr.active.load(Ordering::Relaxed) {
             active += 1;
         }
@@ -544,7 +543,7 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     // SAFETY: as above.
     unsafe {
         (*h).pool_next.set(pool.free);
-        (*h).thread.set(0);
+        pool.threads.set(h, 0);
     }
     pool.free = h;
 }

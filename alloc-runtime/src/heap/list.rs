@@ -82,6 +82,11 @@ impl SpanList {
         s.prev.set(ptr::null_mut());
     }
 
+    /// Whether the list holds no span.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.get().is_null()
+    }
+
     /// Takes the first span off the list.
     pub(crate) fn pop_front(&self) -> Option<&Span> {
         let p = self.head.get();

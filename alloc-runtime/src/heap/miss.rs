@@ -7,7 +7,8 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
-use super::slow::{alloc_from, free_batched, free_now, free_other, free_to_parked};
+use super::outbox::{free_batched, free_now, free_other};
+use super::slow::{alloc_from, free_to_parked};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;

@@ -10,8 +10,10 @@
 //! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
+//! | `threads.rs` | the index of heaps by the thread descriptor they record |
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
-//! | `slow.rs` | refill, parking full spans and taking them back, frees into others' spans |
+//! | `slow.rs` | refill, parking full spans and taking them back, collecting remote frees |
+//! | `outbox.rs` | frees into other threads' spans, gathered a span at a time and published |
 //! | `retire.rs` | busy threads let go of the classes they stopped allocating in |
 //! | `sampled.rs` | the heap profiler's countdowns, and the allocations they pick |
 //! | `central.rs` | the per-class pools of spans abandoned by exited threads |
@@ -65,12 +67,14 @@ mod idle;
 mod lifecycle;
 mod list;
 mod miss;
+mod outbox;
 mod owned;
 mod reserve;
 mod retire;
 #[cfg(feature = "profiling")]
 mod sampled;
 mod slow;
+mod threads;
 mod tls;
 mod trimlock;
 
@@ -132,20 +136,14 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
-    /// Per class, frees into spans this heap does not own, gathered and published a batch at a
-    /// time, [`OUTBOX_WAYS`] spans at once (see `slow::free_batched`).
-    outboxes: [[Outbox; OUTBOX_WAYS]; SPAN_CLASSES],
-    /// Per class, the outbox a batch for a further span takes the place of.
-    outbox_victim: [Cell<u8>; SPAN_CLASSES],
+    /// Some outbox may hold blocks: set when one starts a batch, cleared when every one is
+    /// published. Until then nothing reads the outboxes, which a new heap's pages leave
+    /// untouched (see [`write_new_heap`]).
+    outboxes_used: Cell<bool>,
     /// The last hand-over request (`slow::HANDOVER`) this heap answered.
     handover_seen: Cell<usize>,
-    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
-    /// class's pool (see `miss::note_pooled_free`).
-    pooled_frees: [Cell<u32>; SPAN_CLASSES],
-    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
-    /// allocating in (see `retire.rs`).
-    allocs_seen: [Cell<u64>; SPAN_CLASSES],
-    /// The trimmer's wake count (`retire::RETIRE_EPOCH`) at that look.
+    /// The trimmer's wake count (`retire::RETIRE_EPOCH`) at the owner's last look for classes
+    /// it stopped allocating in (see [`Heap::allocs_seen`]).
     retire_seen: Cell<u32>,
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,
@@ -153,8 +151,11 @@ pub(crate) struct Heap {
     pool_next: Cell<*mut Heap>,
     /// The thread descriptor (`pthread_self()`) of the thread using this heap; 0 when pooled,
     /// for the fallback heap, and for heaps of threads that did not survive a `fork`. Read and
-    /// written under the heap pool's lock (see `lifecycle::new_heap`).
+    /// written under the heap pool's lock (see `lifecycle::new_heap`), through its index of
+    /// heaps by descriptor (`threads.rs`).
     thread: Cell<usize>,
+    /// The next heap in the same bucket of that index.
+    thread_next: Cell<*mut Heap>,
     /// A thread is using this heap.
     pub(crate) active: AtomicBool,
     /// The trim lock's owner word (see `trim_proto.rs`): odd while the owner is in a slow
@@ -167,6 +168,9 @@ pub(crate) struct Heap {
     /// [`Heap::trim_owner`] when the trimmer last looked (the trimmer's own; odd at first, which
     /// an idle owner's word never is).
     trim_seen: AtomicU32,
+    /// The owner word at the trimmer's last trim if that left the heap bare (see
+    /// `idle::worth_trimming`), else [`NOT_BARE`]. The trimmer's own.
+    trim_bare_at: AtomicU32,
     /// The heap profiler's sampling epoch this heap's countdowns were drawn for (see
     /// `sampled.rs`).
     #[cfg(feature = "profiling")]
@@ -174,6 +178,20 @@ pub(crate) struct Heap {
     /// Odd while the owner draws a countdown (see [`Heap::alloc_count`]).
     #[cfg(feature = "profiling")]
     prof_seq: AtomicU32,
+    // The per-class arrays a thread that frees only its own blocks, and allocates in few
+    // classes, does not touch: last, so that a new heap's first pages hold what it uses (see
+    // [`write_new_heap`]).
+    /// Per class, frees into spans this heap does not own, gathered and published a batch at a
+    /// time, [`OUTBOX_WAYS`] spans at once (see `slow::free_batched`).
+    outboxes: [[Outbox; OUTBOX_WAYS]; SPAN_CLASSES],
+    /// Per class, the outbox a batch for a further span takes the place of.
+    outbox_victim: [Cell<u8>; SPAN_CLASSES],
+    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
+    /// class's pool (see `miss::note_pooled_free`).
+    pooled_frees: [Cell<u32>; SPAN_CLASSES],
+    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
+    /// allocating in (see `retire.rs`).
+    allocs_seen: [Cell<u64>; SPAN_CLASSES],
 }
 
 impl Heap {
@@ -196,6 +214,7 @@ impl Heap {
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
+            outboxes_used: Cell::new(false),
             outboxes: [const {
                 [const {
                     Outbox {
@@ -214,6 +233,7 @@ impl Heap {
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
             thread: Cell::new(0),
+            thread_next: Cell::new(ptr::null_mut()),
             active: AtomicBool::new(false),
             trim_owner: AtomicU32::new(0),
             trim_trimmer: AtomicU32::new(0),
@@ -222,6 +242,7 @@ impl Heap {
             #[cfg(feature = "profiling")]
             prof_seq: AtomicU32::new(0),
             trim_seen: AtomicU32::new(u32::MAX),
+            trim_bare_at: AtomicU32::new(NOT_BARE),
         };
         // Every class starts at the sentinel span, whose free list is empty.
         let mut j = 0;
@@ -259,6 +280,10 @@ struct Outbox {
 /// fed by several producers frees each class into as many spans, interleaved.
 const OUTBOX_WAYS: usize = 4;
 
+/// [`Heap::trim_bare_at`] of a heap no trim left bare: odd, which an owner word outside a slow
+/// path never is.
+const NOT_BARE: u32 = u32::MAX;
+
 /// Bytes of empty spans a heap keeps for reuse before it gives them back to the page heap.
 const EMPTY_KEEP: usize = 2 << 20;
 
@@ -278,18 +303,27 @@ fn empty_heap() -> *mut Heap {
     &EMPTY_HEAP.0 as *const Heap as *mut Heap
 }
 
-/// Writes a new heap at `h`: the value of [`Heap::new`] with the sentinel span, copied from the
-/// sentinel heap, which holds that value and is never written. Built in place, never on the
-/// stack: a heap is over 10 KiB, and a build without optimisation would build the value in a
-/// frame of its own and copy it, over 30 KiB of stack on a thread's first allocation.
+/// Writes a new heap at `h`, memory that holds zeros: the value of [`Heap::new`] with the
+/// sentinel span, all of whose fields are zero bits but the ones written here (a test compares
+/// the result with the sentinel heap, field by field). Writing only those leaves most of a
+/// fresh mapping's pages untouched until the heap uses them: a heap is over 12 KiB, two thirds
+/// of it outboxes that a thread freeing only its own blocks never writes. Built in place,
+/// never on the stack: a build without optimisation would build a whole value in a frame of
+/// its own and copy it, over 30 KiB of stack on a thread's first allocation.
 ///
 /// # Safety
-/// `h` is valid for writes of a `Heap` and suitably aligned.
+/// `h` is valid for writes of a `Heap`, suitably aligned, and every byte of it is zero.
 unsafe fn write_new_heap(h: *mut Heap) {
-    // SAFETY: the sentinel heap is a valid `Heap` that nobody writes (see `SyncHeap`), so a
-    // bitwise copy is the value `Heap::new(empty_span())` gives; `h` is valid for the write
-    // (our caller's contract) and cannot overlap a static.
-    unsafe { ptr::copy_nonoverlapping(empty_heap(), h, 1) }
+    let empty = &EMPTY_SPAN.0 as *const Span as *mut Span;
+    for j in 0..SPAN_CLASSES {
+        // SAFETY: `h` is valid for writes (our caller's contract); the place is a field of it.
+        unsafe { (&raw mut (*h).classes[j].current).write(Cell::new(empty)) };
+    }
+    // SAFETY: as above.
+    unsafe {
+        (&raw mut (*h).trim_seen).write(AtomicU32::new(u32::MAX));
+        (&raw mut (*h).trim_bare_at).write(AtomicU32::new(NOT_BARE));
+    }
 }
 
 /// `x += 1` on a counter only this thread writes: a plain load and store, no atomic RMW.
@@ -364,4 +398,91 @@ impl Heap {
 #[inline(always)]
 fn add(c: &AtomicU64, n: u64) {
     crate::raw::store_u64(c, crate::raw::load_u64(c).wrapping_add(n));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::Ordering::Relaxed;
+
+    /// A new heap written over zeros equals the sentinel heap, which is `Heap::new`'s value:
+    /// every field `write_new_heap` leaves alone is zero in `Heap::new`.
+    #[test]
+    fn a_new_heap_is_heap_new() {
+        let layout = std::alloc::Layout::new::<Heap>();
+        // SAFETY: `Heap` has a nonzero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Heap;
+        assert!(!p.is_null());
+        // SAFETY: zeroed, aligned memory for a heap.
+        unsafe { write_new_heap(p) };
+        // SAFETY: written above; never freed (as the runtime's heaps).
+        let (a, b) = (unsafe { &*p }, &EMPTY_HEAP.0);
+        // Every field is named (a new one stops this compiling until it is compared below).
+        #[rustfmt::skip]
+        let Heap {
+            classes: _, empty_kept: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
+            delayed: _, remote_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
+            pooled_frees: _, allocs_seen: _, retire_seen: _, all_next: _, pool_next: _,
+            thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,
+            trim_bare_at: _,
+            #[cfg(feature = "profiling")] prof_epoch: _,
+            #[cfg(feature = "profiling")] prof_seq: _,
+        } = b;
+        let ClassCache {
+            current: _,
+            allocs: _,
+            #[cfg(feature = "profiling")]
+                alloc_bias: _,
+            frees: _,
+            partial: _,
+        } = &b.classes[0];
+        let Outbox {
+            span: _,
+            head: _,
+            tail: _,
+            room: _,
+        } = &b.outboxes[0][0];
+        for (x, y) in a.classes.iter().zip(&b.classes) {
+            assert_eq!(x.current.get(), y.current.get());
+            assert_eq!(x.allocs.load(Relaxed), y.allocs.load(Relaxed));
+            #[cfg(feature = "profiling")]
+            assert_eq!(x.alloc_bias.load(Relaxed), y.alloc_bias.load(Relaxed));
+            assert_eq!(x.frees.load(Relaxed), y.frees.load(Relaxed));
+            assert!(x.partial.is_empty() && y.partial.is_empty());
+        }
+        assert_eq!(a.empty_kept.get(), b.empty_kept.get());
+        assert_eq!(a.reserve.get(), b.reserve.get());
+        assert_eq!(a.reserve_pages.load(Relaxed), b.reserve_pages.load(Relaxed));
+        assert_eq!(a.new_spans.get(), b.new_spans.get());
+        assert!(a.full.is_empty() && b.full.is_empty());
+        assert_eq!(a.delayed.load(Relaxed), b.delayed.load(Relaxed));
+        assert_eq!(a.remote_frees.load(Relaxed), b.remote_frees.load(Relaxed));
+        assert_eq!(a.outboxes_used.get(), b.outboxes_used.get());
+        for (x, y) in a.outboxes.iter().flatten().zip(b.outboxes.iter().flatten()) {
+            assert_eq!(x.span.get(), y.span.get());
+            assert_eq!((x.head.get(), x.tail.get()), (y.head.get(), y.tail.get()));
+            assert_eq!(x.room.get(), y.room.get());
+        }
+        for c in 0..SPAN_CLASSES {
+            assert_eq!(a.outbox_victim[c].get(), b.outbox_victim[c].get());
+            assert_eq!(a.pooled_frees[c].get(), b.pooled_frees[c].get());
+            assert_eq!(a.allocs_seen[c].get(), b.allocs_seen[c].get());
+        }
+        assert_eq!(a.handover_seen.get(), b.handover_seen.get());
+        assert_eq!(a.retire_seen.get(), b.retire_seen.get());
+        assert_eq!(a.all_next.get(), b.all_next.get());
+        assert_eq!(a.pool_next.get(), b.pool_next.get());
+        assert_eq!(a.thread.get(), b.thread.get());
+        assert_eq!(a.thread_next.get(), b.thread_next.get());
+        assert_eq!(a.active.load(Relaxed), b.active.load(Relaxed));
+        assert_eq!(a.trim_owner.load(Relaxed), b.trim_owner.load(Relaxed));
+        assert_eq!(a.trim_trimmer.load(Relaxed), b.trim_trimmer.load(Relaxed));
+        assert_eq!(a.trim_seen.load(Relaxed), b.trim_seen.load(Relaxed));
+        assert_eq!(a.trim_bare_at.load(Relaxed), b.trim_bare_at.load(Relaxed));
+        #[cfg(feature = "profiling")]
+        {
+            assert_eq!(a.prof_epoch.get(), b.prof_epoch.get());
+            assert_eq!(a.prof_seq.load(Relaxed), b.prof_seq.load(Relaxed));
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the eleven C workloads of `bench/c/` with `cc -O2`, and finds
+//! directory of its own), compiles the twelve C workloads of `bench/c/` with `cc -O2`, and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
@@ -18,7 +18,8 @@
 //! (`medium`, 2 threads), string building (`strings`), binary trees
 //! (`bintree`), realloc-grown buffers (`reallocbuf`), a cross-thread exchange after
 //! xmalloc-test (`xmalloc`, 2 threads), glibc's bench-malloc-thread pattern (`mallocthread`, 2
-//! threads) and a working set of 64 KiB–4 MiB blocks (`largeblocks`). The real programs (a
+//! threads), a working set of 64 KiB–4 MiB blocks (`largeblocks`), realloc-grown large buffers
+//! (`largebuf`) and a chain of 4,000 threads alive at once (`threadchain`). The real programs (a
 //! python3 workload, `gcc -O2` on a large generated file, a `sqlite3` script) run where
 //! installed. Every run's output must equal the glibc run's, byte for byte (the run stops
 //! otherwise). Per program and allocator: the median wall time and its spread, user and system
@@ -170,7 +171,7 @@ fn relative_to_glibc(
 }
 
 /// The C workloads of `bench/c/` the table runs, each at its default scale and thread count.
-const C_WORKLOADS: [&str; 11] = [
+const C_WORKLOADS: [&str; 12] = [
     "churn",
     "larson",
     "prodcons",
@@ -182,6 +183,7 @@ const C_WORKLOADS: [&str; 11] = [
     "mallocthread",
     "largeblocks",
     "largebuf",
+    "threadchain",
 ];
 
 fn programs(root: &Path, work: &Path, quick: bool) -> Vec<Program> {
