@@ -82,6 +82,7 @@ fn workloads_agree_under_specalloc_and_glibc() {
     let mut runs = 0;
     for (name, scale) in [
         ("larson", "0.01"),
+        ("larsonspawn", "0.01"),
         ("prodcons", "0.01"),
         ("medium", "0.01"),
         ("xmalloc", "0.01"),

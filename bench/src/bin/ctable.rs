@@ -7,13 +7,15 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the twelve C workloads of `bench/c/` with `cc -O2`, and finds
+//! directory of its own), compiles the thirteen C workloads of `bench/c/` with `cc -O2`, and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
 //! or where `CTABLE_<NAME>` (`CTABLE_SNMALLOC`, …) says; a peer that is missing is left out,
 //! with a line (all of this is [`specalloc_bench::preload`], which the scaling table shares).
 //! The C workloads: mixed-size churn (`churn`), a Larson-style server (`larson`, 2 threads),
+//! larson as the field's suite runs it, with workers that start their successors and exit
+//! unjoined while the main thread sleeps (`larsonspawn`, 2 threads),
 //! producer/consumer pairs (`prodcons`, 4 threads), medium sizes across threads after rptest
 //! (`medium`, 2 threads), string building (`strings`), binary trees
 //! (`bintree`), realloc-grown buffers (`reallocbuf`), a cross-thread exchange after
@@ -61,7 +63,7 @@ fn usage() -> Usage {
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
                 \n\
-                Runs eleven C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
+                Runs thirteen C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
                 glibc and on\n\
                 specalloc, mimalloc, jemalloc, tcmalloc and snmalloc (each LD_PRELOADed, missing \
                 ones left\n\
@@ -171,9 +173,10 @@ fn relative_to_glibc(
 }
 
 /// The C workloads of `bench/c/` the table runs, each at its default scale and thread count.
-const C_WORKLOADS: [&str; 12] = [
+const C_WORKLOADS: [&str; 13] = [
     "churn",
     "larson",
+    "larsonspawn",
     "prodcons",
     "medium",
     "strings",

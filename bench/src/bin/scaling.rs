@@ -13,6 +13,9 @@
 //!
 //! * `larson`: a Larson-style server, threads replacing blocks of a set of their own, the sets
 //!   moving to other threads every generation (cross-thread frees, thread churn);
+//! * `larsonspawn`: larson as the field's benchmark suite runs it: the main thread allocates
+//!   every set, shuffles the blocks and sleeps while the workers free them; each worker starts
+//!   its successor and exits without being joined;
 //! * `prodcons`: producer/consumer pairs, every message freed by the other thread of its pair;
 //! * `medium`: medium sizes across threads (after rptest): blocks of 8 B to 16 KB replaced at
 //!   random, and batches of them sent round a ring to be freed by the next thread;
@@ -33,9 +36,9 @@
 //! Outputs: the tables on stdout and in `<out>/results.md`, and the throughput per thread count
 //! of every program in `<out>/scaling.svg` (`<out>` is `target/scaling` unless `--out`).
 //!
-//! How long: a round runs each program at each thread count on each allocator (5 × 5 × 7 = 175
-//! runs; glibc's take 0.04–1.7 s, about 20 s a round in all, and most peers' less): about 2
-//! minutes a round on a 2-core machine, so the default 5 rounds take about 10 minutes.
+//! How long: a round runs each program at each thread count on each allocator (7 × 5 × 7 = 245
+//! runs; glibc's take 0.04–1.7 s, about 25 s a round in all, and most peers' less): about 2.5
+//! minutes a round on a 2-core machine, so the default 5 rounds take about 12 minutes.
 //! `--quick` (2 rounds at a tenth of the work) took 23 s of runs on a loaded 2-core machine,
 //! plus building `libspecalloc.so` and snmalloc's shim the first time (minutes); its figures
 //! are not a measurement.
@@ -67,12 +70,18 @@ impl Workload {
     }
 }
 
-const WORKLOADS: [Workload; 6] = [
+const WORKLOADS: [Workload; 7] = [
     Workload {
         name: "larson",
         what: "Larson-style server: threads replace blocks of their own set; the sets move to \
                new threads every generation",
         scale: 3.0,
+    },
+    Workload {
+        name: "larsonspawn",
+        what: "larson as the field's suite runs it: the main thread allocates the sets and \
+               sleeps; each worker starts its successor and exits unjoined",
+        scale: 2.0,
     },
     Workload {
         name: "prodcons",
@@ -126,15 +135,15 @@ fn usage() -> Usage {
         name: "scaling",
         synopsis: "[--rounds N] [--quick] [--threads LIST] [--programs LIST] [--scale F] \
                    [--out DIR]",
-        flags: "  --rounds N       interleaved rounds (default 5: about 10 minutes on a 2-core \
+        flags: "  --rounds N       interleaved rounds (default 5: about 12 minutes on a 2-core \
                 machine)\n\
                 \x20 --quick          2 rounds at a tenth of the work: about a minute once \
                 built; a smoke test,\n\
                 \x20                  not a measurement\n\
                 \x20 --threads LIST   thread counts, comma-separated (default 1,2,4,8,16)\n\
-                \x20 --programs LIST  programs, comma-separated (default all: larson, prodcons, medium, \
-                xmalloc,\n\
-                \x20                  mallocthread, falseshare)\n\
+                \x20 --programs LIST  programs, comma-separated (default all: larson, larsonspawn, \
+                prodcons,\n\
+                \x20                  medium, xmalloc, mallocthread, falseshare)\n\
                 \x20 --scale F        multiplies every program's work (default 1; 0.1 with \
                 --quick)\n\
                 \x20 --out DIR        where results.md and scaling.svg go (default \
@@ -591,7 +600,7 @@ mod tests {
             panic!("no help");
         };
         let texts = [
-            "about 10 minutes",
+            "about 12 minutes",
             "about a minute",
             "not a measurement",
             "glibc's",
