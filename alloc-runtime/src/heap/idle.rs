@@ -36,17 +36,25 @@ pub(super) fn trim(h: &Heap) -> usize {
 /// Whether the trimmer should try `h` on this pass: its owner entered no slow path since the
 /// last call (the first call says no), and it may hold something to give back.
 ///
-/// A trim that leaves a heap *bare* (no span on its partial and full lists, nothing on its
-/// delayed list; its outboxes and reserve are always emptied) records the owner word it saw.
-/// While the word stays that, the heap stays bare: lists, outboxes and reserve change only on
-/// the owner's slow paths, which change the word, and the delayed list only for spans parked
-/// full, which is a list (read here all the same). Such a heap is passed without its lock, so
-/// a pass over thousands of blocked threads' heaps runs no `membarrier` for any of them.
+/// A trim that leaves a heap *bare* (no span on its partial and full lists; its outboxes and
+/// reserve are always emptied) records the owner word it saw and the head of its delayed list.
+/// While both stay as recorded, the heap stays bare: lists, outboxes and reserve change only on
+/// the owner's slow paths, which change the word; a span is delivered to the delayed list (a
+/// push, which changes its head, and which only the owner or the trimmer undo) only when it is
+/// parked full, so on a list, or current (its notification request stays armed when it comes
+/// back), which the trimmer leaves alone. Such a heap is passed without its lock, so a pass over
+/// thousands of blocked threads' heaps runs no `membarrier` for any of them.
 pub(super) fn worth_trimming(h: &Heap) -> bool {
     let now = h.owner_word();
     let seen = h.trim_seen.swap(now, Ordering::Relaxed);
-    seen == now
-        && (h.trim_bare_at.load(Ordering::Relaxed) != now || h.delayed.load(Ordering::Relaxed) != 0)
+    if seen != now {
+        // Busy: what the last trim recorded no longer holds (and must not match the word
+        // again after it wraps).
+        h.trim_bare_at.store(NOT_BARE, Ordering::Relaxed);
+        return false;
+    }
+    h.trim_bare_at.load(Ordering::Relaxed) != now
+        || h.trim_delayed_at.load(Ordering::Relaxed) != h.delayed.load(Ordering::Relaxed)
 }
 
 /// [`trim`] with the lock held.
@@ -83,15 +91,16 @@ fn trim_locked(h: &Heap) -> usize {
     // Every span left on a partial list holds a live block.
     h.empty_kept.set(0);
     bytes += super::reserve::release(h);
-    let bare = h.full.is_empty()
-        && h.classes[1..].iter().all(|cc| cc.partial.is_empty())
-        && h.delayed.load(Ordering::Relaxed) == 0;
-    // The owner is out of its slow paths while we hold the lock: its word stays even and as
-    // read here until we leave.
+    let bare = h.full.is_empty() && h.classes[1..].iter().all(|cc| cc.partial.is_empty());
+    // The owner is out of its slow paths while we hold the lock: its word stays as read here
+    // until we leave, but for an owner waiting for us, which makes it odd for a moment (an odd
+    // word never matches an idle one: the skip is lost once).
     h.trim_bare_at.store(
         if bare { h.owner_word() } else { NOT_BARE },
         Ordering::Relaxed,
     );
+    h.trim_delayed_at
+        .store(h.delayed.load(Ordering::Relaxed), Ordering::Relaxed);
     bytes
 }
 

@@ -171,6 +171,8 @@ pub(crate) struct Heap {
     /// The owner word at the trimmer's last trim if that left the heap bare (see
     /// `idle::worth_trimming`), else [`NOT_BARE`]. The trimmer's own.
     trim_bare_at: AtomicU32,
+    /// The head of [`Heap::delayed`] at the trimmer's last trim. The trimmer's own.
+    trim_delayed_at: AtomicUsize,
     /// The heap profiler's sampling epoch this heap's countdowns were drawn for (see
     /// `sampled.rs`).
     #[cfg(feature = "profiling")]
@@ -243,6 +245,7 @@ impl Heap {
             prof_seq: AtomicU32::new(0),
             trim_seen: AtomicU32::new(u32::MAX),
             trim_bare_at: AtomicU32::new(NOT_BARE),
+            trim_delayed_at: AtomicUsize::new(0),
         };
         // Every class starts at the sentinel span, whose free list is empty.
         let mut j = 0;
@@ -424,7 +427,7 @@ mod tests {
             delayed: _, remote_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
             pooled_frees: _, allocs_seen: _, retire_seen: _, all_next: _, pool_next: _,
             thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,
-            trim_bare_at: _,
+            trim_bare_at: _, trim_delayed_at: _,
             #[cfg(feature = "profiling")] prof_epoch: _,
             #[cfg(feature = "profiling")] prof_seq: _,
         } = b;
@@ -479,6 +482,10 @@ mod tests {
         assert_eq!(a.trim_trimmer.load(Relaxed), b.trim_trimmer.load(Relaxed));
         assert_eq!(a.trim_seen.load(Relaxed), b.trim_seen.load(Relaxed));
         assert_eq!(a.trim_bare_at.load(Relaxed), b.trim_bare_at.load(Relaxed));
+        assert_eq!(
+            a.trim_delayed_at.load(Relaxed),
+            b.trim_delayed_at.load(Relaxed)
+        );
         #[cfg(feature = "profiling")]
         {
             assert_eq!(a.prof_epoch.get(), b.prof_epoch.get());
