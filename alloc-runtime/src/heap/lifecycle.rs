@@ -70,26 +70,19 @@ fn background_pass() -> usize {
     active_heaps()
 }
 
-/// The background trimmer's pass: every heap of a live thread whose owner entered no slow path
-/// since the last pass gives back what it holds and does not use (see `idle.rs`). Returns the
-/// bytes given back to the page heap.
+/// The background trimmer's pass: the heaps of live threads whose owners entered no slow path
+/// since the trimmer last looked give back what they hold and do not use (see `idle.rs`, which
+/// says which heaps a pass looks at). Returns the bytes given back to the page heap.
 ///
 /// Only the trimmer's thread calls it. A `fork` child does not have it until it starts one; the
 /// heaps of the threads that did not survive the fork stay as they are when their owner was in a
 /// slow path (its word stays odd) or the trimmer in the middle of them (its word stays set).
 pub(crate) fn trim_idle_heaps() -> usize {
-    let mut bytes = 0;
-    let mut h = all_heaps();
-    while !h.is_null() {
-        // SAFETY: registry members are live heaps, never freed.
-        let hr = unsafe { &*h };
-        if hr.active.load(Ordering::Relaxed) && super::idle::worth_trimming(hr) {
-            bytes += super::idle::trim(hr);
-        }
-        // SAFETY: `h` is a registry member.
-        h = unsafe { next_heap(h) };
-    }
-    bytes
+    let (head, made) = {
+        let pool = HEAPS.lock();
+        (pool.all, pool.made)
+    };
+    super::idle::trim_idle_heaps(head, made)
 }
 
 /// The next heap of the registry.
