@@ -118,6 +118,10 @@ pub(crate) struct ClassCache {
 #[repr(C)]
 pub(crate) struct Heap {
     pub(crate) classes: [ClassCache; SPAN_CLASSES],
+    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
+    /// allocating in (see `retire.rs`): next to the classes, since the first refill after each
+    /// of the trimmer's wakes reads it.
+    allocs_seen: [Cell<u64>; SPAN_CLASSES],
     /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
     empty_kept: Cell<usize>,
     /// Runs of pages taken from the page heap for this heap's next new spans, linked through
@@ -180,9 +184,8 @@ pub(crate) struct Heap {
     /// Odd while the owner draws a countdown (see [`Heap::alloc_count`]).
     #[cfg(feature = "profiling")]
     prof_seq: AtomicU32,
-    // The per-class arrays a thread that frees only its own blocks, and allocates in few
-    // classes, does not touch: last, so that a new heap's first pages hold what it uses (see
-    // [`write_new_heap`]).
+    // The per-class arrays a thread that frees only into its own spans does not touch: last,
+    // so that a new heap's first pages hold what it uses (see [`write_new_heap`]).
     /// Per class, frees into spans this heap does not own, gathered and published a batch at a
     /// time, [`OUTBOX_WAYS`] spans at once (see `slow::free_batched`).
     outboxes: [[Outbox; OUTBOX_WAYS]; SPAN_CLASSES],
@@ -191,9 +194,6 @@ pub(crate) struct Heap {
     /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
     /// class's pool (see `miss::note_pooled_free`).
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
-    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
-    /// allocating in (see `retire.rs`).
-    allocs_seen: [Cell<u64>; SPAN_CLASSES],
 }
 
 impl Heap {
