@@ -34,7 +34,8 @@
 //! allocators a round took about 2.7 minutes on a loaded 2-core machine with the first six
 //! workloads (gcc's 15 s runs are most of it), the next three add about 15 s, and `largebuf`
 //! about a minute (4–5 s a run, 15–20 s on mimalloc and jemalloc, which fault every page in),
-//! so the default 7 rounds take about 28 minutes. `--quick` (2 rounds, gcc on a fifth of the
+//! `larsonspawn` and `threadchain` about 15 s (0.2 s and 0.5–2 s a run), so the default 7
+//! rounds take about 30 minutes. `--quick` (2 rounds, gcc on a fifth of the
 //! file) took 2.6 minutes of runs without `largebuf` (load 4), about 5 with it, plus building
 //! `libspecalloc.so` the first time (minutes; 15 minutes in all was seen on a busy machine).
 //! Its figures are not a measurement.
@@ -56,7 +57,7 @@ fn usage() -> Usage {
     Usage {
         name: "ctable",
         synopsis: "[--rounds N] [--quick] [--out DIR]",
-        flags: "  --rounds N     interleaved rounds (default 7: about 28 minutes on a 2-core \
+        flags: "  --rounds N     interleaved rounds (default 7: about 30 minutes on a 2-core \
                 machine)\n\
                 \x20 --quick        2 rounds, gcc on a smaller file: about 5 minutes once built; \
                 a smoke test,\n\
@@ -401,7 +402,7 @@ mod tests {
         };
         // The durations and what --quick is, in the help itself.
         let texts = [
-            "about 28 minutes",
+            "about 30 minutes",
             "about 5 minutes",
             "not a measurement",
             "glibc's",
