@@ -22,6 +22,21 @@ fn chunk_of(b: &[u8]) -> usize {
     b.as_ptr() as usize >> CHUNK_SHIFT
 }
 
+/// Gives `held[i]`'s pages back to the OS and allocates a block again: it must take that room
+/// (in `what` chunk than the search's start), with the `chunks` mapped so far.
+fn take_again(held: &mut Vec<Vec<u8>>, i: usize, chunks: usize, what: &str) {
+    let chunk = chunk_of(&held[i]);
+    drop(held.swap_remove(i));
+    collect();
+    held.push(Vec::with_capacity(BLOCK));
+    assert_eq!(chunk_of(held.last().unwrap()), chunk);
+    assert_eq!(
+        stats().chunks,
+        chunks,
+        "the room in {what} chunk was not found"
+    );
+}
+
 #[test]
 fn room_before_and_after_the_last_search_is_found_without_a_new_chunk() {
     // Blocks are `Vec`s with capacity: a page run each, untouched.
@@ -54,27 +69,11 @@ fn room_before_and_after_the_last_search_is_found_without_a_new_chunk() {
     // newest chunk and goes on to it.
     let oldest = chunk_of(&held[0]);
     assert_ne!(oldest, newest);
-    drop(held.swap_remove(0));
-    collect();
-    held.push(Vec::with_capacity(BLOCK));
-    assert_eq!(chunk_of(held.last().unwrap()), oldest);
-    assert_eq!(
-        stats().chunks,
-        chunks,
-        "the room in an older chunk was not found"
-    );
+    take_again(&mut held, 0, chunks, "an older");
 
     // 4. Room in the newest chunk: the search starts at the oldest one now, goes on to the end
     // of the list and round to the newest.
     let i = held.iter().position(|b| chunk_of(b) == newest).unwrap();
-    drop(held.swap_remove(i));
-    collect();
-    held.push(Vec::with_capacity(BLOCK));
-    assert_eq!(chunk_of(held.last().unwrap()), newest);
-    assert_eq!(
-        stats().chunks,
-        chunks,
-        "the room in a newer chunk was not found"
-    );
+    take_again(&mut held, i, chunks, "a newer");
     black_box(&held);
 }

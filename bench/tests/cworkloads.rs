@@ -46,6 +46,20 @@ fn lib() -> PathBuf {
     .clone()
 }
 
+/// `prog` run through `env`, which execs it (one process, one line of counters), with
+/// specalloc's counters appended to `counters` at its exit (`SPECALLOC_STATS_AT_EXIT`).
+fn counting(prog: &Program, counters: &Path) -> Program {
+    let mut counted = prog.clone();
+    counted.argv.splice(
+        0..0,
+        [
+            "env".to_string(),
+            format!("SPECALLOC_STATS_AT_EXIT={}", counters.display()),
+        ],
+    );
+    counted
+}
+
 #[test]
 fn every_workload_compiles_without_warnings() {
     if !have_cc("compiling the C workloads") {
@@ -99,16 +113,7 @@ fn workloads_agree_under_specalloc_and_glibc() {
         for &threads in counts {
             let prog = Program::c(name, &exe, &[scale.into(), threads.into()], &dir);
             let (_, glibc) = preload::run_one(&prog, None).unwrap();
-            // `env` execs the workload: one process, one line of counters.
-            let mut counted = prog.clone();
-            counted.argv.splice(
-                0..0,
-                [
-                    "env".to_string(),
-                    format!("SPECALLOC_STATS_AT_EXIT={}", counters.display()),
-                ],
-            );
-            let (_, spec) = preload::run_one(&counted, Some(&so)).unwrap();
+            let (_, spec) = preload::run_one(&counting(&prog, &counters), Some(&so)).unwrap();
             runs += 1;
             let text = String::from_utf8_lossy(&glibc);
             let plural = if threads == "1" { "" } else { "s" };
@@ -154,15 +159,7 @@ fn a_chain_of_live_threads_agrees_and_each_has_a_heap() {
         text.starts_with("threadchain: 2000 threads live at once, checksum "),
         "{text}"
     );
-    let mut counted = prog.clone();
-    counted.argv.splice(
-        0..0,
-        [
-            "env".to_string(),
-            format!("SPECALLOC_STATS_AT_EXIT={}", counters.display()),
-        ],
-    );
-    let (_, spec) = preload::run_one(&counted, Some(&lib())).unwrap();
+    let (_, spec) = preload::run_one(&counting(&prog, &counters), Some(&lib())).unwrap();
     assert_eq!(text, String::from_utf8_lossy(&spec));
     let report = std::fs::read_to_string(&counters).unwrap();
     let heaps: usize = report
