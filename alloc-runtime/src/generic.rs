@@ -58,18 +58,19 @@ pub(crate) unsafe fn dealloc_generic(ptr: *mut u8, layout: Layout) {
     let (size, align) = (layout.size(), layout.align());
     #[cfg(feature = "checked")]
     check_free(ptr, size, align, false);
-    let key = route_key(size, align);
-    if key < TINY_MAX {
-        // SAFETY: a tiny layout means `ptr` is a tiny block.
-        return unsafe { heap::free_tiny(ptr) };
+    // Two tests, each with its own branch (joined, the compiler computes both and branches
+    // once, two instructions more).
+    if size > MAX_SMALL_SIZE {
+        // SAFETY: a size past the classes means `ptr` is a large object of that layout.
+        return unsafe { large::free_large(ptr, size, align) };
     }
-    if key < KEY_SMALL_MAX || (size <= MAX_SMALL_SIZE && align <= PAGE_SIZE) {
-        // SAFETY: a small layout means `ptr` is a small block (the first test is the common
-        // case of the second: at most 1 KiB at an alignment of at most 1 KiB).
-        return unsafe { heap::free_small(ptr) };
+    if align > PAGE_SIZE {
+        // SAFETY: as above: over-aligned for every class.
+        return unsafe { large::free_large(ptr, size, align) };
     }
-    // SAFETY: a non-small layout means `ptr` is a large object of that layout.
-    unsafe { large::free_large(ptr, size, align) }
+    // SAFETY: any other layout is tiny or of a size class (`route`), so `ptr` is a block of a
+    // span; the span says which.
+    unsafe { heap::free_block(ptr) }
 }
 
 /// Checked mode: validates a free (or, with `keep`, a block about to be resized) and aborts on

@@ -166,10 +166,10 @@ pub fn stats() -> Stats {
         remote += hr.remote_frees.load(Ordering::Relaxed);
         reserved_pages += hr.reserve_pages.load(Ordering::Relaxed);
         tiny_allocs += hr.alloc_count(TINY_CLASS);
-        tiny_frees += hr.classes[TINY_CLASS].frees.load(Ordering::Relaxed);
+        tiny_frees += hr.frees[TINY_CLASS].load(Ordering::Relaxed);
         for (c, cs) in classes.iter_mut().enumerate().skip(1) {
             cs.allocs += hr.alloc_count(c);
-            cs.frees += hr.classes[c].frees.load(Ordering::Relaxed);
+            cs.frees += hr.frees[c].load(Ordering::Relaxed);
         }
         // SAFETY: `h` came from the registry.
         h = unsafe { heap::next_heap(h) };

@@ -421,6 +421,34 @@ impl Span {
     pub(crate) fn owner_word(&self) -> usize {
         raw::load_usize(&self.owner)
     }
+
+    /// Whether the owner word is exactly `owner` (a relaxed load and a comparison): on x86_64
+    /// one `cmp` with memory and a jump on its flags, where the compiler loads an atomic into a
+    /// register first.
+    #[inline(always)]
+    pub(crate) fn owner_is(&self, owner: usize) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: reads the aligned owner word of a live descriptor, which an aligned 8-byte
+            // `cmp` does single-copy atomically, as a relaxed load; writes nothing.
+            unsafe {
+                core::arch::asm!(
+                    "cmp qword ptr [{s} + {off}], {o}",
+                    "jne {other}",
+                    s = in(reg) self as *const Span,
+                    o = in(reg) owner,
+                    off = const core::mem::offset_of!(Span, owner),
+                    other = label { return false; },
+                    options(readonly, nostack),
+                );
+            }
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            raw::load_usize(&self.owner) == owner
+        }
+    }
 }
 
 /// A span descriptor that may live in a `static` (the never-allocating sentinel).

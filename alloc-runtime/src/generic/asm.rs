@@ -36,6 +36,7 @@ const _: () = {
     assert!(offset_of!(Heap, classes) == 0);
     assert!(TINY_MAX < 8 && KEY_SMALL_MAX <= 1 << 12);
     assert!(CHUNK_SIZE <= 1 << 31 && PAGES_PER_CHUNK.is_power_of_two());
+    assert!(offset_of!(Heap, frees) < 1 << 31 && size_of::<AtomicU64>() == 8);
 };
 
 /// The widths the instructions read and write each field at (a word, `dword`, `byte`), checked
@@ -44,7 +45,7 @@ const _: () = {
 #[allow(clippy::type_complexity)]
 fn field_types<'a>(
     s: &'a Span,
-    c: &'a ClassCache,
+    h: &'a Heap,
 ) -> (
     (&'a AtomicUsize, &'a Cell<u8>, &'a Cell<*mut Block>),
     (&'a crate::span::Count, &'a Cell<bool>, &'a AtomicU64),
@@ -52,7 +53,7 @@ fn field_types<'a>(
 ) {
     (
         (&s.owner, &s.class, &s.free),
-        (&s.used, &s.free_zero, &c.frees),
+        (&s.used, &s.free_zero, &h.frees[0]),
         &SIZE_TO_CLASS8,
     )
 }
@@ -151,8 +152,7 @@ pub(crate) unsafe extern "C" fn dealloc(ptr: *mut u8, size: usize, align: usize)
         "6:",
         "mov qword ptr [rax + {free}], rdi",
         "mov byte ptr [rax + {free_zero}], 0",
-        "imul r8, r8, {cache_size}",
-        "add qword ptr [rcx + r8 + {frees}], 1",
+        "add qword ptr [rcx + r8 * 8 + {frees}], 1",
         // Last, as in the Rust path: the branch reads the flags of this decrement.
         "sub dword ptr [rax + {used}], 1",
         "je 4f",
@@ -163,8 +163,8 @@ pub(crate) unsafe extern "C" fn dealloc(ptr: *mut u8, size: usize, align: usize)
         "jmp 6b",
         // The span's last block: `span_emptied(heap, span)`, in tail position.
         "4:",
-        "mov rdi, rcx",
-        "mov rsi, rax",
+        "mov rdi, rax",
+        "mov rsi, rcx",
         "jmp {emptied}",
         "3:",
         "jmp {miss}",
@@ -179,8 +179,7 @@ pub(crate) unsafe extern "C" fn dealloc(ptr: *mut u8, size: usize, align: usize)
         free_zero = const offset_of!(Span, free_zero),
         used = const offset_of!(Span, used),
         tiny_class = const TINY_CLASS,
-        cache_size = const size_of::<ClassCache>(),
-        frees = const offset_of!(ClassCache, frees),
+        frees = const offset_of!(Heap, frees),
         link_mask = const CHUNK_SIZE - 1,
         emptied = sym span_emptied,
         miss = sym dealloc_miss,

@@ -161,6 +161,82 @@ pub(crate) unsafe fn free_tiny(p: *mut u8) {
     unsafe { free_in::<true>(p) }
 }
 
+/// Frees a block of any span class (the tiny class or a size class: anything but a large
+/// object), which it reads from the span: `dealloc`'s path, which then needs only the size and
+/// alignment tests that tell a large object apart, not the route key's tiny test.
+///
+/// # Safety
+/// `p` must be a live block returned by a tiny or small-class allocation of this allocator.
+#[cfg_attr(not(specalloc_asm_fast), inline(always))]
+#[cfg_attr(specalloc_asm_fast, inline(never))]
+pub(crate) unsafe fn free_block(p: *mut u8) {
+    let heap = current_heap();
+    // SAFETY: `p` is a live small block, so its span descriptor is valid.
+    let span = unsafe { raw::as_ref(span_of(p)) };
+    if !span.owner_is(heap as usize) {
+        // SAFETY: forwarded from our caller (the two paths read the class from the span).
+        return unsafe { free_not_owned(heap, span, p) };
+    }
+    // SAFETY: as in `free_in`: this heap owns the span, so its free list and counters are ours;
+    // `p` is one of its blocks, of the class the span says, and is no longer in use. Each
+    // branch has its own tail, so that neither jumps to a shared one.
+    unsafe {
+        if raw::get(&span.class) as usize != TINY_CLASS {
+            free_owned::<false>(heap, span, p)
+        } else {
+            free_owned::<true>(heap, span, p)
+        }
+    }
+}
+
+/// The owned half of a free: pushes `p` onto `span`'s free list (a narrow link when `NARROW`,
+/// the tiny class), counts the free, and takes the span to the slow path when it empties.
+///
+/// # Safety
+/// `heap` is this thread's heap and owns `span` (owner word, untagged); `p` is one of its
+/// blocks, no longer in use, and `span` is of the tiny class exactly when `NARROW`.
+#[inline(always)]
+unsafe fn free_owned<const NARROW: bool>(heap: *mut Heap, span: &Span, p: *mut u8) {
+    // Read before the stores below, which the compiler cannot tell apart from the class byte:
+    // a caller that read the class already (C's `free`) then reads it once.
+    let class = if NARROW {
+        TINY_CLASS
+    } else {
+        raw::get(&span.class) as usize
+    };
+    // SAFETY: forwarded from our caller.
+    unsafe {
+        if NARROW {
+            span.push_narrow(p as *mut Block);
+        } else {
+            span.push_wide(p as *mut Block);
+        }
+        inc(raw::at(&raw::as_ref(heap).frees, class));
+        // Last, so that the test below reads the flags of the decrement.
+        if span.drop_used() {
+            slow::span_emptied(span, &*heap);
+        }
+    }
+}
+
+/// A free into a span whose owner word is not exactly `heap`: one of `heap`'s spans parked full
+/// (inline: a program that frees at random frees into such spans often, a quarter of a
+/// BTreeMap churn's frees), or the out-of-line miss.
+///
+/// # Safety
+/// `p` is a live block of `span`; `heap` is this thread's heap or the sentinel.
+#[inline(always)]
+unsafe fn free_not_owned(heap: *mut Heap, span: &Span, p: *mut u8) {
+    // Read again: the caller's test compares with memory and keeps no register for the word.
+    if span.owner_word() == heap as usize | OWNER_FULL {
+        // SAFETY: this heap owns the parked span (the sentinel owns none); `p` is one of its
+        // blocks.
+        return unsafe { slow::free_to_parked(&*heap, span, p) };
+    }
+    // SAFETY: forwarded from our caller.
+    unsafe { miss::free_slow(p, heap, span) }
+}
+
 /// Frees a block; `NARROW` says it is a tiny block.
 ///
 /// # Safety
@@ -170,37 +246,11 @@ unsafe fn free_in<const NARROW: bool>(p: *mut u8) {
     let heap = current_heap();
     // SAFETY: `p` is a live small block, so its span descriptor is valid.
     let span = unsafe { raw::as_ref(span_of(p)) };
-    let owner = raw::load_usize(&span.owner);
-    if owner != heap as usize {
-        if owner == heap as usize | OWNER_FULL {
-            // A span of ours parked full: a program that frees at random frees into such spans
-            // often (a quarter of a BTreeMap churn's frees), so this stays inline, off the hit.
-            // SAFETY: this heap owns the parked span (the sentinel owns none); `p` is one of
-            // its blocks.
-            return unsafe { slow::free_to_parked(&*heap, span, p) };
-        }
+    if !span.owner_is(heap as usize) {
         // SAFETY: forwarded from our caller.
-        return unsafe { miss::free_slow(heap, span, p) };
+        return unsafe { free_not_owned(heap, span, p) };
     }
-    // Read before the stores below, which the compiler cannot tell apart from the class byte:
-    // a caller that read the class already (C's `free`) then reads it once.
-    let class = if NARROW {
-        TINY_CLASS
-    } else {
-        raw::get(&span.class) as usize
-    };
-    // SAFETY: this heap owns the span (owner word, untagged), so its free list and counters are
-    // ours; `p` is one of its blocks and is no longer in use.
-    unsafe {
-        if NARROW {
-            span.push_narrow(p as *mut Block);
-        } else {
-            span.push_wide(p as *mut Block);
-        }
-        inc(&raw::at(&raw::as_ref(heap).classes, class).frees);
-        // Last, so that the test below reads the flags of the decrement.
-        if span.drop_used() {
-            slow::span_emptied(&*heap, span);
-        }
-    }
+    // SAFETY: this heap owns the span (owner word, untagged); `p` is one of its blocks, no
+    // longer in use, of the tiny class exactly when `NARROW` (our caller's contract).
+    unsafe { free_owned::<NARROW>(heap, span, p) }
 }

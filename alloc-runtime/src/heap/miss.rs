@@ -49,9 +49,10 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// # Safety
 /// `p` is a live block of `span`.
 ///
-/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
+/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position, with its
+/// arguments where the free's entry has them (see `slow::span_emptied`).
 #[inline(never)]
-pub(super) unsafe extern "C" fn free_slow(heap: *mut Heap, span: &Span, p: *mut u8) {
+pub(super) unsafe extern "C" fn free_slow(p: *mut u8, heap: *mut Heap, span: &Span) {
     let owner = span.owner_word();
     // The sentinel heap owns no span, so this never matches for a thread without a heap.
     if owner == heap as usize | OWNER_FULL {
@@ -178,7 +179,7 @@ fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
         let h = unsafe { &*heap };
         inc(&h.remote_frees);
         // SAFETY: a span's class is below `SPAN_CLASSES`.
-        inc(unsafe { &h.classes.get_unchecked(class).frees });
+        inc(unsafe { h.frees.get_unchecked(class) });
     } else {
         stats::ORPHAN_FREES[class].fetch_add(1, Ordering::Relaxed);
         stats::ORPHAN_REMOTE.fetch_add(1, Ordering::Relaxed);

@@ -79,7 +79,9 @@ mod tls;
 mod trimlock;
 
 pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
-pub(crate) use fast::{alloc_small, alloc_small_with, alloc_tiny, free_small, free_tiny};
+pub(crate) use fast::{
+    alloc_small, alloc_small_with, alloc_tiny, free_block, free_small, free_tiny,
+};
 #[cfg(specalloc_asm_fast)]
 pub(crate) use fast_asm::{take_tiny, take_wide};
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
@@ -108,8 +110,10 @@ pub(crate) struct ClassCache {
     /// What [`ClassCache::allocs`] is offset by (owner writes, anyone reads).
     #[cfg(feature = "profiling")]
     alloc_bias: AtomicU64,
-    /// Frees of this class by this heap, local and remote.
-    pub(crate) frees: AtomicU64,
+    /// [`ClassCache::allocs`] at the owner's last look for classes it stopped allocating in (see
+    /// `retire.rs`): beside it, since the first refill after each of the trimmer's wakes reads
+    /// both for every class.
+    allocs_seen: Cell<u64>,
     /// Owned spans with free blocks.
     partial: SpanList,
 }
@@ -118,10 +122,10 @@ pub(crate) struct ClassCache {
 #[repr(C)]
 pub(crate) struct Heap {
     pub(crate) classes: [ClassCache; SPAN_CLASSES],
-    /// Each class's [`ClassCache::allocs`] at the owner's last look for classes it stopped
-    /// allocating in (see `retire.rs`): next to the classes, since the first refill after each
-    /// of the trimmer's wakes reads it.
-    allocs_seen: [Cell<u64>; SPAN_CLASSES],
+    /// Frees of each class by this heap, local and remote. An array of its own rather than a
+    /// field of [`ClassCache`]: its stride, a word, is one the free path's store addresses with
+    /// the class as it is (a class cache's 32 bytes take a shift first).
+    pub(crate) frees: [AtomicU64; SPAN_CLASSES],
     /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
     empty_kept: Cell<usize>,
     /// Runs of pages taken from the page heap for this heap's next new spans, linked through
@@ -147,7 +151,7 @@ pub(crate) struct Heap {
     /// The last hand-over request (`slow::HANDOVER`) this heap answered.
     handover_seen: Cell<usize>,
     /// The trimmer's wake count (`retire::RETIRE_EPOCH`) at the owner's last look for classes
-    /// it stopped allocating in (see [`Heap::allocs_seen`]).
+    /// it stopped allocating in (see [`ClassCache::allocs_seen`]).
     retire_seen: Cell<u32>,
     /// Next heap in the registry of all heaps (written once, before publication).
     all_next: Cell<*mut Heap>,
@@ -205,10 +209,11 @@ impl Heap {
                     allocs: AtomicU64::new(0),
                     #[cfg(feature = "profiling")]
                     alloc_bias: AtomicU64::new(0),
-                    frees: AtomicU64::new(0),
+                    allocs_seen: Cell::new(0),
                     partial: SpanList::new(),
                 }
             }; SPAN_CLASSES],
+            frees: [const { AtomicU64::new(0) }; SPAN_CLASSES],
             empty_kept: Cell::new(0),
             reserve: Cell::new(ptr::null_mut()),
             reserve_pages: AtomicUsize::new(0),
@@ -230,7 +235,6 @@ impl Heap {
             outbox_victim: [const { Cell::new(0) }; SPAN_CLASSES],
             handover_seen: Cell::new(0),
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
-            allocs_seen: [const { Cell::new(0) }; SPAN_CLASSES],
             retire_seen: Cell::new(0),
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
@@ -425,7 +429,7 @@ mod tests {
         let Heap {
             classes: _, empty_kept: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
             delayed: _, remote_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
-            pooled_frees: _, allocs_seen: _, retire_seen: _, all_next: _, pool_next: _,
+            pooled_frees: _, frees: _, retire_seen: _, all_next: _, pool_next: _,
             thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,
             trim_bare_at: _, trim_delayed_at: _,
             #[cfg(feature = "profiling")] prof_epoch: _,
@@ -436,7 +440,7 @@ mod tests {
             allocs: _,
             #[cfg(feature = "profiling")]
                 alloc_bias: _,
-            frees: _,
+            allocs_seen: _,
             partial: _,
         } = &b.classes[0];
         let Outbox {
@@ -450,7 +454,7 @@ mod tests {
             assert_eq!(x.allocs.load(Relaxed), y.allocs.load(Relaxed));
             #[cfg(feature = "profiling")]
             assert_eq!(x.alloc_bias.load(Relaxed), y.alloc_bias.load(Relaxed));
-            assert_eq!(x.frees.load(Relaxed), y.frees.load(Relaxed));
+            assert_eq!(x.allocs_seen.get(), y.allocs_seen.get());
             assert!(x.partial.is_empty() && y.partial.is_empty());
         }
         assert_eq!(a.empty_kept.get(), b.empty_kept.get());
@@ -469,7 +473,7 @@ mod tests {
         for c in 0..SPAN_CLASSES {
             assert_eq!(a.outbox_victim[c].get(), b.outbox_victim[c].get());
             assert_eq!(a.pooled_frees[c].get(), b.pooled_frees[c].get());
-            assert_eq!(a.allocs_seen[c].get(), b.allocs_seen[c].get());
+            assert_eq!(a.frees[c].load(Relaxed), b.frees[c].load(Relaxed));
         }
         assert_eq!(a.handover_seen.get(), b.handover_seen.get());
         assert_eq!(a.retire_seen.get(), b.retire_seen.get());

@@ -33,7 +33,7 @@ pub(super) fn retire_unused(h: &Heap) {
     for class in 1..SPAN_CLASSES {
         let cc = &h.classes[class];
         let allocs = crate::raw::load_u64(&cc.allocs);
-        let seen = &h.allocs_seen[class];
+        let seen = &cc.allocs_seen;
         if allocs != seen.get() {
             seen.set(allocs);
             continue;

@@ -189,7 +189,7 @@ fn take_back(h: &Heap, s: &Span) {
     unpark(h, s);
     collect_remote(s);
     if s.used.get() == 0 {
-        span_emptied(h, s);
+        span_emptied(s, h);
     }
 }
 
@@ -240,10 +240,12 @@ pub(super) fn process_delayed(h: &Heap, exiting: bool) {
 
 /// A free brought an owned, non-current span's count of used blocks to zero.
 ///
-/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position.
+/// `extern "C"` (it cannot unwind), so that the C `free` calls it in tail position. The heap is
+/// the second argument: the frees that call it keep the freed block in the first argument's
+/// register from their entry and the heap in the second's, so neither moves on their hit.
 #[cold]
 #[inline(never)]
-pub(crate) extern "C" fn span_emptied(h: &Heap, s: &Span) {
+pub(crate) extern "C" fn span_emptied(s: &Span, h: &Heap) {
     let _inside = h.enter();
     // As in `wake_parked`: the trimmer may have given the span back since the free.
     if s.owner_word() & !OWNER_FULL != h.addr()
@@ -287,7 +289,7 @@ pub(super) unsafe fn free_to_parked(h: &Heap, span: &Span, p: *mut u8) {
         span.push_local(p.cast());
         let used = span.used.get() - 1;
         span.used.set(used);
-        inc(&h.classes.get_unchecked(class).frees);
+        inc(h.frees.get_unchecked(class));
         if used <= *WAKE_AT_USED.get_unchecked(class) {
             wake_parked(h, span, used);
         }
@@ -311,7 +313,7 @@ extern "C" fn wake_parked(h: &Heap, span: &Span, used: u32) {
     }
     unpark(h, span);
     if used == 0 {
-        span_emptied(h, span);
+        span_emptied(span, h);
     }
 }
 
