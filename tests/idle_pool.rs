@@ -83,7 +83,7 @@ fn an_idle_pool_gives_its_memory_back_without_being_called() {
     freed.wait();
     // The workers', and those of this thread and the test harness's main thread.
     let bound = current_spans_bound(stats().threads);
-    // The trimmer wakes every 100 ms; pages go back after the decommit delay (1 s).
+    // The trimmer wakes every 100 ms at most; pages go back after the decommit delay (1 s).
     let start = Instant::now();
     let mut s = stats();
     while start.elapsed() < Duration::from_secs(6) {

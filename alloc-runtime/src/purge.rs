@@ -12,8 +12,9 @@
 //! reserves (see `heap/idle.rs`; the spans a thread allocates from stay its own).
 //!
 //! **By default** the thread starts when a second thread makes its heap (a single-threaded
-//! program never has it), wakes every [`AUTO_INTERVAL_MS`], and stops when no thread with a heap
-//! is left, or when one is left and [`AUTO_LINGER_TICKS`] wakes passed (the program is
+//! program never has it), wakes every [`AUTO_INTERVAL_MS`] (sooner at first and after a wake
+//! that gave back much: [`QUICK_MS`]), and stops when no thread with a heap is left, or when one
+//! is left and [`AUTO_LINGER_TICKS`] wakes of the interval passed (the program is
 //! single-threaded again: its calls that need one thread, such as `unshare(CLONE_NEWUSER)`, work
 //! again). It starts again with the next second thread. `SPECALLOC_BACKGROUND_PURGE_MS`
 //! (read by a constructor before `main`, so it works for C programs under `LD_PRELOAD` too) or
@@ -39,26 +40,46 @@ pub(crate) const AUTO_INTERVAL_MS: u64 = 100;
 /// default decommit delay, so what the other threads freed goes back first).
 pub(crate) const AUTO_LINGER_TICKS: u32 = 30;
 
+/// The default trimmer's first sleep, in milliseconds. Its sleeps double from this up to the
+/// interval, and start again from this after a wake that gave back [`QUICK_WORTH`]: what a
+/// program's threads leave behind in a burst (a thread that hands its objects to others and
+/// blocks, as a program's main thread after setting up its workers) goes back, for other
+/// threads' spans, within milliseconds rather than a few intervals, and a program that gives
+/// nothing back gets the interval's wakes after six short ones.
+pub(crate) const QUICK_MS: u64 = 5;
+/// Bytes a wake must give back (spans of idle heaps and of exited threads' pools) for the next
+/// sleep to be [`QUICK_MS`] again.
+pub(crate) const QUICK_WORTH: usize = 1 << 20;
+
+/// What the heaps' part of a wake did.
+pub(crate) struct HeapPass {
+    /// Threads with a heap of their own.
+    pub(crate) threads: usize,
+    /// Bytes of spans it gave back to the page heap.
+    pub(crate) bytes: usize,
+}
+
 /// No interval was set: the trimmer starts with the second thread (see the top of this file).
 static AUTO: AtomicBool = AtomicBool::new(true);
 /// The heaps' part of a wake, registered by the heap layer when it is loaded: returns the
 /// threads with a heap of their own (0 until registered: nothing to do).
 static HEAP_WORK: AtomicUsize = AtomicUsize::new(0);
 
-/// Registers the heaps' part of a wake (see [`HEAP_WORK`]).
-pub(crate) fn set_heap_work(f: fn() -> usize) {
+/// Registers the heaps' part of a wake (see [`HEAP_WORK`]); its argument says whether the wake
+/// is the interval's (not one of the default trimmer's short sleeps).
+pub(crate) fn set_heap_work(f: fn(bool) -> HeapPass) {
     HEAP_WORK.store(f as usize, Ordering::Release);
 }
 
-/// Runs the heaps' part of a wake; the threads with a heap, or `None` before it is registered.
-fn heap_work() -> Option<usize> {
+/// Runs the heaps' part of a wake (`full`: the interval's); `None` before it is registered.
+fn heap_work(full: bool) -> Option<HeapPass> {
     let f = HEAP_WORK.load(Ordering::Acquire);
     if f == 0 {
         return None;
     }
-    // SAFETY: only `set_heap_work` stores a non-zero value, a `fn() -> usize`.
-    let f: fn() -> usize = unsafe { core::mem::transmute::<usize, fn() -> usize>(f) };
-    Some(f())
+    // SAFETY: only `set_heap_work` stores a non-zero value, a `fn(bool) -> HeapPass`.
+    let f: fn(bool) -> HeapPass = unsafe { core::mem::transmute::<usize, fn(bool) -> HeapPass>(f) };
+    Some(f(full))
 }
 
 /// A thread made its heap, and `active` threads have one now: by default the trimmer starts with
@@ -158,10 +179,12 @@ fn ensure_running_or(wait: bool) -> Result<(), i32> {
         })
 }
 
-/// The purge thread: sleeps an interval, runs the clock, again, until the interval is 0.
+/// The purge thread: sleeps an interval (the default trimmer: shorter at first and after a wake
+/// that gave back much, see [`QUICK_MS`]), runs the clock, again, until the interval is 0.
 extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
-    // Wakes in a row with at most one thread with a heap left.
+    // Wakes of the interval in a row with at most one thread with a heap left.
     let mut alone = 0u32;
+    let mut schedule = Schedule::new();
     loop {
         let ms = interval_ms();
         if ms == 0 {
@@ -173,13 +196,21 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
             }
             continue;
         }
+        let auto = AUTO.load(Ordering::Relaxed);
+        let sleep = schedule.sleep(auto, ms);
         let seen = CHANGED.load(Ordering::Acquire);
-        os::futex_wait(&CHANGED, seen, Some(ms));
+        os::futex_wait(&CHANGED, seen, Some(sleep));
         if CHANGED.load(Ordering::Acquire) != seen {
             // A new interval (or off): sleep by it from now.
+            schedule = Schedule::new();
             continue;
         }
-        let active = tick();
+        let full = schedule.woke(sleep, ms);
+        let pass = tick(full);
+        if auto {
+            schedule.gave_back(pass.as_ref().map_or(0, |p| p.bytes), ms);
+        }
+        let active = pass.map(|p| p.threads);
         if active == Some(0) {
             // No thread with a heap is left: the thread stops, so that a program whose `main`
             // called `pthread_exit` ends with its last thread (it starts again with the next
@@ -189,6 +220,9 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
             }
             RUNNING.store(false, Ordering::Release);
             return core::ptr::null_mut();
+        }
+        if !full {
+            continue;
         }
         alone = if active.is_some_and(|n| n <= 1) {
             alone + 1
@@ -205,19 +239,73 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
     }
 }
 
-/// What a page-heap operation does for the policy's clock, without one, and the heaps' part.
-/// Returns the threads with a heap, when the heap layer is registered.
-fn tick() -> Option<usize> {
+/// The trimmer's sleeps: the interval's, or for the default trimmer shorter ones at first and
+/// after a wake that gave back much (see [`QUICK_MS`]).
+#[derive(Debug, PartialEq)]
+struct Schedule {
+    /// The default trimmer's next short sleep, in milliseconds.
+    quick: u64,
+    /// Milliseconds slept since the last wake that counted as the interval's.
+    slept: u64,
+}
+
+impl Schedule {
+    const fn new() -> Schedule {
+        Schedule {
+            quick: QUICK_MS,
+            slept: 0,
+        }
+    }
+
+    /// The next sleep for an interval of `ms` (`auto`: the default trimmer's, else a set one,
+    /// which is kept as set).
+    fn sleep(&self, auto: bool, ms: u64) -> u64 {
+        if auto {
+            self.quick.min(ms)
+        } else {
+            ms
+        }
+    }
+
+    /// A sleep of `slept` ms ended: whether this wake counts as the interval's (the interval's
+    /// worth of sleep since the last one that did).
+    fn woke(&mut self, slept: u64, ms: u64) -> bool {
+        self.slept += slept;
+        let full = self.slept >= ms;
+        if full {
+            self.slept = 0;
+        }
+        full
+    }
+
+    /// The default trimmer's wake gave back `bytes`: short sleeps again from [`QUICK_MS`] after
+    /// [`QUICK_WORTH`], else twice as long as the last, up to the interval `ms`.
+    fn gave_back(&mut self, bytes: usize, ms: u64) {
+        self.quick = if bytes >= QUICK_WORTH {
+            QUICK_MS
+        } else {
+            self.quick.saturating_mul(2).min(ms)
+        };
+    }
+}
+
+/// What a page-heap operation does for the policy's clock, without one, and the heaps' part
+/// (`full`: a wake of the interval). Returns what the heaps' part did, when the heap layer is
+/// registered.
+fn tick(full: bool) -> Option<HeapPass> {
     crate::chunk::run_clock();
     crate::large::cache_trim();
-    heap_work()
+    heap_work(full)
 }
 
 /// Sets the background trimmer's interval (`Some`), or turns it off (`None`; the thread stops at
 /// its next wake), in place of the default.
 ///
 /// By default a thread of the allocator's own starts when the program's second thread makes its
-/// heap, wakes every 100 ms, and stops when the program is single-threaded again. Each wake,
+/// heap, wakes every 100 ms (its first sleeps are shorter, 5 ms doubling up to 100, and they
+/// are short again after a wake that gave back a MiB or more: what threads leave behind in a
+/// burst goes back within milliseconds), and stops when the program is single-threaded again.
+/// Each wake,
 /// free pages go back on time (advised after the purge delay, returned after the decommit delay,
 /// see [`PagePolicy`](crate::PagePolicy); freed huge objects' pages the same way), and the heaps
 /// of threads that have not allocated or freed through a slow path since the last wake give back
@@ -297,5 +385,66 @@ pub(crate) fn fork_child() {
         } else {
             let _ = ensure_running();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the default trimmer's schedule over wakes that gave back `bytes` each, with the
+    /// default interval: the sleeps taken and whether each wake was the interval's.
+    fn run(bytes: &[usize]) -> Vec<(u64, bool)> {
+        let mut s = Schedule::new();
+        bytes
+            .iter()
+            .map(|&b| {
+                let sleep = s.sleep(true, AUTO_INTERVAL_MS);
+                let full = s.woke(sleep, AUTO_INTERVAL_MS);
+                s.gave_back(b, AUTO_INTERVAL_MS);
+                (sleep, full)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_sleeps_double_up_to_the_interval() {
+        let sleeps: Vec<u64> = run(&[0; 8]).iter().map(|w| w.0).collect();
+        assert_eq!(sleeps, [5, 10, 20, 40, 80, 100, 100, 100]);
+    }
+
+    #[test]
+    fn a_wake_that_gives_back_much_starts_them_again() {
+        let w = run(&[0, 0, 0, QUICK_WORTH, 0, QUICK_WORTH - 1, 0]);
+        let sleeps: Vec<u64> = w.iter().map(|w| w.0).collect();
+        assert_eq!(sleeps, [5, 10, 20, 40, 5, 10, 20]);
+    }
+
+    #[test]
+    fn a_wake_counts_as_the_intervals_once_an_interval_was_slept() {
+        // 5 + 10 + 20 + 40 = 75, then 80 (155: the interval's), then 100 each.
+        let full: Vec<bool> = run(&[0; 7]).iter().map(|w| w.1).collect();
+        assert_eq!(full, [false, false, false, false, true, true, true]);
+        // Short sleeps again: the interval's once they add up to it.
+        let w = run(&[QUICK_WORTH; 22]);
+        assert!(w.iter().all(|&(sleep, _)| sleep == QUICK_MS));
+        let fulls: Vec<usize> = (0..22).filter(|&i| w[i].1).collect();
+        assert_eq!(fulls, [19]);
+    }
+
+    #[test]
+    fn a_set_interval_is_kept() {
+        let mut s = Schedule::new();
+        for _ in 0..3 {
+            assert_eq!(s.sleep(false, 250), 250);
+            assert!(s.woke(250, 250));
+        }
+        assert_eq!(
+            s,
+            Schedule {
+                quick: QUICK_MS,
+                slept: 0
+            }
+        );
     }
 }

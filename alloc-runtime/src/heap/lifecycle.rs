@@ -61,13 +61,17 @@ pub(crate) fn active_heaps() -> usize {
 }
 
 /// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
-/// go of the classes they stopped allocating in, idle heaps trimmed, the central pools swept.
-/// Returns the threads with a heap of their own.
-fn background_pass() -> usize {
-    super::retire::next_retire_epoch();
-    trim_idle_heaps();
-    super::central::sweep_all();
-    active_heaps()
+/// go of the classes they stopped allocating in (on the interval's wakes: `full`), idle heaps
+/// trimmed, the central pools swept.
+fn background_pass(full: bool) -> crate::purge::HeapPass {
+    if full {
+        super::retire::next_retire_epoch();
+    }
+    let bytes = trim_idle_heaps() + super::central::sweep_all();
+    crate::purge::HeapPass {
+        threads: active_heaps(),
+        bytes,
+    }
 }
 
 /// The background trimmer's pass: the heaps of live threads whose owners entered no slow path
