@@ -186,6 +186,11 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
     let mut alone = 0u32;
     let mut schedule = Schedule::new();
     loop {
+        // The change count first, then the interval: a `set` after this load changes the count,
+        // so the sleep below ends at once and the loop reads the new interval; one before it is
+        // seen in the interval (`set` stores it before counting the change). Read the other way
+        // round, a `set(None)` between the two loads left the wake after the sleep to run.
+        let seen = CHANGED.load(Ordering::Acquire);
         let ms = interval_ms();
         if ms == 0 {
             RUNNING.store(false, Ordering::Release);
@@ -198,7 +203,6 @@ extern "C" fn run(_: *mut core::ffi::c_void) -> *mut core::ffi::c_void {
         }
         let auto = AUTO.load(Ordering::Relaxed);
         let sleep = schedule.sleep(auto, ms);
-        let seen = CHANGED.load(Ordering::Acquire);
         os::futex_wait(&CHANGED, seen, Some(sleep));
         if CHANGED.load(Ordering::Acquire) != seen {
             // A new interval (or off): sleep by it from now.

@@ -1,6 +1,7 @@
 //! Busy threads let go of the size classes they stopped allocating in: the background
-//! trimmer's wakes are counted, and a heap's first refill after one gives up the current span
-//! of each class it did not allocate in since the wake before.
+//! trimmer's wakes of its interval are counted (not the default trimmer's shorter first sleeps,
+//! see `purge.rs`), and a heap's first refill after one gives up the current span of each class
+//! it did not allocate in since the wake before.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -8,11 +9,11 @@ use super::owned::{collect_remote, release_span};
 use super::Heap;
 use crate::span::{empty_span, ListTag, SPAN_CLASSES};
 
-/// The background trimmer's wake count (wrapping): a heap's next refill after it changed looks
+/// The background trimmer's count of its interval's wakes (wrapping): a heap's next refill after it changed looks
 /// for classes the heap stopped allocating in ([`retire_unused`]).
 static RETIRE_EPOCH: AtomicU32 = AtomicU32::new(0);
 
-/// Counts a wake of the background trimmer (see [`RETIRE_EPOCH`]).
+/// Counts a wake of the background trimmer's interval (see [`RETIRE_EPOCH`]).
 pub(crate) fn next_retire_epoch() {
     RETIRE_EPOCH.store(
         RETIRE_EPOCH.load(Ordering::Relaxed).wrapping_add(1),
