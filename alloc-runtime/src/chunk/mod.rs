@@ -14,6 +14,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 mod bits;
 mod decay;
+mod slot;
 
 use bits::{all_clear, bit, clear_all, count_set, set_range};
 
@@ -40,7 +41,8 @@ pub(crate) const PAGE_SPAN_AT: usize = core::mem::offset_of!(Chunk, page_span);
 pub(crate) struct Chunk {
     /// For each page, the descriptor of the span covering it (null when free or header).
     page_span: [Cell<*mut Span>; PAGES_PER_CHUNK],
-    /// One descriptor per page; a span uses the one of its first page.
+    /// One descriptor per page; a span uses the one of its first page, in slot `slot(first)`
+    /// (see `slot.rs`: spans that follow one another have neighbouring descriptors).
     spans: [Span; PAGES_PER_CHUNK],
     /// 1 = page free (protected by the page-heap lock).
     free_bits: [Cell<u64>; WORDS],
@@ -451,7 +453,7 @@ fn take_one(ph: &mut PageHeap, chunk: *mut Chunk, first: usize, npages: usize) -
         ph.misfit_cur += npages - held;
     }
     let zero = held == 0;
-    let span = &cr.spans[first] as *const Span as *mut Span;
+    let span = &cr.spans[slot::slot(first)] as *const Span as *mut Span;
     for p in first..first + npages {
         cr.page_span[p].set(span);
     }

@@ -1,0 +1,49 @@
+//! Where a run's descriptor sits in its chunk's header: one slot per page, but not in page
+//! order. Spans start [`GROUP`] pages apart or more (64 KiB at least), so in page order the
+//! descriptors in use would sit a kilobyte apart, four to a 4 KiB page of the header, and each
+//! new thread's few spans would write as many header pages. Slots group the pages by their
+//! residue modulo [`GROUP`], so that spans that follow one another in a chunk have descriptors
+//! that follow one another too: 32 to a page of the header.
+
+use super::PAGES_PER_CHUNK;
+use crate::size_class::{PAGE_SIZE, SPAN_MIN_BYTES};
+
+/// Pages of the smallest span.
+const GROUP: usize = SPAN_MIN_BYTES / PAGE_SIZE;
+
+const _: () = assert!(PAGES_PER_CHUNK.is_multiple_of(GROUP));
+
+/// The header slot of the descriptor of a run that starts at page `first` of its chunk: a
+/// permutation of the pages.
+#[inline]
+pub(super) const fn slot(first: usize) -> usize {
+    (first % GROUP) * (PAGES_PER_CHUNK / GROUP) + first / GROUP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_a_permutation_of_the_pages() {
+        let mut seen = [false; PAGES_PER_CHUNK];
+        for p in 0..PAGES_PER_CHUNK {
+            let s = slot(p);
+            assert!(s < PAGES_PER_CHUNK, "page {p}: slot {s}");
+            assert!(!seen[s], "page {p}: slot {s} taken twice");
+            seen[s] = true;
+        }
+    }
+
+    #[test]
+    fn spans_that_follow_one_another_have_neighbouring_descriptors() {
+        for start in 0..GROUP {
+            for k in 1..PAGES_PER_CHUNK / GROUP {
+                let (a, b) = (start + (k - 1) * GROUP, start + k * GROUP);
+                if b < PAGES_PER_CHUNK {
+                    assert_eq!(slot(b), slot(a) + 1, "pages {a} and {b}");
+                }
+            }
+        }
+    }
+}
