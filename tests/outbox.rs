@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use specalloc::size_class::{class_objects, class_of};
+use specalloc_runtime::test_hooks::DIRECT_FREES;
 
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
@@ -15,6 +16,15 @@ static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
 /// Spans of the class of `size` in use, in the whole program.
 fn spans(size: usize) -> usize {
     specalloc::stats().classes[class_of(size, 1)].spans
+}
+
+/// Blocks of the calling thread, for a freeing thread to free before the frees under test: a
+/// heap's first frees into other live threads' spans are pushed at once, not batched (a thread
+/// that makes few such frees never writes its outboxes), and these use them up.
+// Each block is an allocation of its own: the boxes are the point.
+#[allow(clippy::vec_box)]
+fn direct_frees() -> Vec<Box<u64>> {
+    (0..u64::from(DIRECT_FREES)).map(Box::new).collect()
 }
 
 /// How the freeing thread hands its batch over.
@@ -70,9 +80,11 @@ fn batches_are_handed_over<const SIZE: usize>(how: Handover) {
 
     let (freed_tx, freed_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
+    let direct = direct_frees();
     let freer = thread::spawn(move || {
         // A heap of its own first: the frees of a thread that has none yet are not batched.
         let mine = std::hint::black_box(Box::new(1u64));
+        drop(direct);
         assert!(first
             .iter()
             .enumerate()
@@ -147,8 +159,10 @@ fn a_batch_follows_its_span_into_the_pool<const SIZE: usize>() {
     let first = blocks_rx.recv().unwrap();
     let (step_tx, step_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
+    let direct = direct_frees();
     let freer = thread::spawn(move || {
         let mine = std::hint::black_box(Box::new(1u64));
+        drop(direct);
         let mut first = first;
         let mut rest: Vec<_> = first.drain(n / 2..).collect();
         first.clear(); // batched: the owner lives
@@ -250,11 +264,13 @@ fn interleaved_batches_wait_together<const SIZE: usize>() {
             thread::yield_now();
         }
     };
+    let direct = direct_frees();
     let freer = thread::spawn({
         let stage = stage.clone();
         move || {
             // A heap of its own first: the frees of a thread that has none yet are not batched.
             let mine = std::hint::black_box(Box::new(1u64));
+            drop(direct);
             let b = firsts.pop().unwrap();
             let a = firsts.pop().unwrap();
             assert!(a.iter().all(|x| x[SIZE - 1] == 5) && b.iter().all(|x| x[SIZE - 1] == 6));

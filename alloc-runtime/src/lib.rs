@@ -130,11 +130,12 @@ mod snapshot;
 mod span;
 pub mod spec;
 mod stats;
-/// Test hooks for the fork tests (cargo feature `test-hooks`; never in a normal build).
+/// Test hooks for the fork tests and the heap's footprint test (cargo feature `test-hooks`;
+/// never in a normal build).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod test_hooks {
-    pub use crate::heap::hold_lock;
+    pub use crate::heap::{hold_lock, thread_heap, DIRECT_FREES};
     pub use crate::hooks::*;
 }
 

@@ -132,7 +132,9 @@ fn new_heap(thread: usize) -> Option<*mut Heap> {
         }
         return Some(h);
     }
-    let size = core::mem::size_of::<Heap>().next_multiple_of(64);
+    // Each heap starts a page of its own, so that what every thread writes (the fields before
+    // the outboxes, under a page) is one page, never two.
+    let size = core::mem::size_of::<Heap>().next_multiple_of(crate::os::OS_PAGE);
     if pool.arena + size > pool.arena_end {
         let m = crate::os::map(HEAP_ARENA)?.as_ptr() as usize;
         pool.arena = m;
@@ -140,7 +142,7 @@ fn new_heap(thread: usize) -> Option<*mut Heap> {
     }
     let h = pool.arena as *mut Heap;
     pool.arena += size;
-    // SAFETY: `h` is fresh, suitably aligned (64) memory of the right size.
+    // SAFETY: `h` is fresh, suitably aligned (a page) memory of the right size.
     unsafe {
         write_new_heap(h);
         (*h).all_next.set(pool.all);

@@ -90,11 +90,15 @@ pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 pub(crate) use miss::alloc_slow;
+#[cfg(feature = "test-hooks")]
+pub use miss::DIRECT_FREES;
 #[cfg(feature = "profiling")]
 pub(crate) use sampled::arm_this_thread;
 #[cfg(specalloc_asm_fast)]
 pub(crate) use slow::span_emptied;
 pub(crate) use slow::trim_thread;
+#[cfg(feature = "test-hooks")]
+pub use tls::thread_heap;
 #[cfg(specalloc_asm_fast)]
 pub(crate) use tls::tls_block_symbol;
 
@@ -144,6 +148,9 @@ pub(crate) struct Heap {
     pub(crate) delayed: AtomicUsize,
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
+    /// Frees into other live threads' spans this heap pushed at once, without its outboxes, up
+    /// to `miss::DIRECT_FREES` (see `miss::free_slow`).
+    direct_frees: Cell<u32>,
     /// Some outbox may hold blocks: set when one starts a batch, cleared when every one is
     /// published. Until then nothing reads the outboxes, which a new heap's pages leave
     /// untouched (see [`write_new_heap`]).
@@ -188,6 +195,11 @@ pub(crate) struct Heap {
     /// Odd while the owner draws a countdown (see [`Heap::alloc_count`]).
     #[cfg(feature = "profiling")]
     prof_seq: AtomicU32,
+    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
+    /// class's pool (see `miss::note_pooled_free`). Before the outboxes, in the heap's first
+    /// page: a thread that frees one block of a dead thread's (the C library frees a thread's
+    /// TLS vector when another thread joins it) writes here, and nothing else of the rest.
+    pooled_frees: [Cell<u32>; SPAN_CLASSES],
     // The per-class arrays a thread that frees only into its own spans does not touch: last,
     // so that a new heap's first pages hold what it uses (see [`write_new_heap`]).
     /// Per class, frees into spans this heap does not own, gathered and published a batch at a
@@ -195,10 +207,14 @@ pub(crate) struct Heap {
     outboxes: [[Outbox; OUTBOX_WAYS]; SPAN_CLASSES],
     /// Per class, the outbox a batch for a further span takes the place of.
     outbox_victim: [Cell<u8>; SPAN_CLASSES],
-    /// Per class, blocks this heap's thread freed into pooled spans since it last swept that
-    /// class's pool (see `miss::note_pooled_free`).
-    pooled_frees: [Cell<u32>; SPAN_CLASSES],
 }
+
+// What every thread writes (the classes, the counters, the fields of the slow paths and the
+// trimmer, the counts of frees into pooled spans) fits in the heap's first page, and new heaps
+// start a page of their own (`lifecycle::new_heap`): a thread that allocates in a few classes,
+// frees its own blocks and a dead thread's, and never frees into a live thread's spans (the
+// outboxes) writes one page of its heap.
+const _: () = assert!(core::mem::offset_of!(Heap, outboxes) <= crate::os::OS_PAGE);
 
 impl Heap {
     const fn new(empty: *mut Span) -> Heap {
@@ -221,6 +237,7 @@ impl Heap {
             full: SpanList::new(),
             delayed: AtomicUsize::new(0),
             remote_frees: AtomicU64::new(0),
+            direct_frees: Cell::new(0),
             outboxes_used: Cell::new(false),
             outboxes: [const {
                 [const {
@@ -428,7 +445,7 @@ mod tests {
         #[rustfmt::skip]
         let Heap {
             classes: _, empty_kept: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
-            delayed: _, remote_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
+            delayed: _, remote_frees: _, direct_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
             pooled_frees: _, frees: _, retire_seen: _, all_next: _, pool_next: _,
             thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,
             trim_bare_at: _, trim_delayed_at: _,
@@ -464,6 +481,7 @@ mod tests {
         assert!(a.full.is_empty() && b.full.is_empty());
         assert_eq!(a.delayed.load(Relaxed), b.delayed.load(Relaxed));
         assert_eq!(a.remote_frees.load(Relaxed), b.remote_frees.load(Relaxed));
+        assert_eq!(a.direct_frees.get(), b.direct_frees.get());
         assert_eq!(a.outboxes_used.get(), b.outboxes_used.get());
         for (x, y) in a.outboxes.iter().flatten().zip(b.outboxes.iter().flatten()) {
             assert_eq!(x.span.get(), y.span.get());

@@ -212,6 +212,13 @@ pub(super) fn current_heap() -> *mut Heap {
     imp::heap()
 }
 
+/// The calling thread's heap: its address (the sentinel's when the thread has none yet) and
+/// its size in bytes (test hooks: a test reads which of its pages hold memory).
+#[cfg(feature = "test-hooks")]
+pub fn thread_heap() -> (usize, usize) {
+    (current_heap() as usize, core::mem::size_of::<Heap>())
+}
+
 /// Sends this thread's routines back through the check (its heap is being torn down).
 pub(super) fn forget_spec_heap() {
     locals().spec_heap.set(empty_heap());
