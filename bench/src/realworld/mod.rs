@@ -23,7 +23,7 @@
 //! The sites: `graph`'s two `Box::new(Tree { .. })` (16 B) and three
 //! `vec![x; NODES]`; `rebuild`'s `Box::new(Record { .. })` (96 B); the
 //! `pipeline`s' `Box::new(Msg { .. })` (80 B); `json`'s four
-//! `"…".to_string()` keys. `syn`, `btree`, `server`, `text`, `grow` and `largebuf` have none: their
+//! `"…".to_string()` keys. `syn`, `btree`, `server`, `threads`, `text`, `grow` and `largebuf` have none: their
 //! sizes are known only at run time, or their allocations are made inside
 //! syn, serde_json and std.
 
@@ -144,6 +144,13 @@ pub const PROGRAMS: &[Program] = &[
         run: server::run_joined,
         default_scale: 60,
         quick_scale: 8,
+    },
+    Program {
+        name: "threads",
+        what: "a thread per connection: a chain of 250 x scale live threads, each with a few blocks",
+        run: server::chain,
+        default_scale: 8,
+        quick_scale: 2,
     },
     Program {
         name: "text",

@@ -11,6 +11,9 @@
 //! worker joined before its successor starts, so that no finished worker is
 //! still exiting (holding what it allocated) while the next one runs: on a
 //! machine with fewer cores than busy threads, exiting threads wait for a core.
+//!
+//! [`chain`] (`threads`) is the other shape of a server: a thread per connection, thousands of
+//! them alive and blocked at once, each holding a few objects.
 
 use std::sync::mpsc;
 
@@ -111,5 +114,37 @@ pub fn run_joined(scale: u32) -> u64 {
                 .expect("worker");
         }
         done.send(state).expect("main thread");
+    })
+}
+
+/// Threads of [`chain`] per unit of scale.
+const CHAIN_PER_SCALE: u32 = 250;
+
+/// A thread per connection: a chain of `250 × scale` threads (64 KiB stacks), each of which
+/// allocates a few blocks of 16 to 255 bytes, starts the next thread and waits for it, then
+/// reads and frees its blocks, so that every thread of the chain is alive, blocked, when the
+/// last one starts. What it measures is what each live thread holds of the allocator's memory.
+pub fn chain(scale: u32) -> u64 {
+    link(CHAIN_PER_SCALE * scale.max(1), rng(0xc4a1_0000))
+}
+
+/// One thread of [`chain`], with `left` threads still to start after it.
+fn link(left: u32, mut r: SplitMix64) -> u64 {
+    let blocks: Vec<Box<[u8]>> = (0..4)
+        .map(|i| {
+            let len = 16 + (r.next_u64() % 240) as usize;
+            vec![i as u8 ^ len as u8; len].into_boxed_slice()
+        })
+        .collect();
+    let mut h = mix(u64::from(left), blocks.len() as u64);
+    if left > 0 {
+        let next = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || link(left - 1, r))
+            .expect("starting the next thread of the chain");
+        h = mix(h, next.join().expect("a thread of the chain"));
+    }
+    blocks.iter().fold(h, |h, b| {
+        mix(h, b.len() as u64 ^ u64::from(b[b.len() - 1]) << 8)
     })
 }
