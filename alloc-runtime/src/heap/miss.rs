@@ -43,8 +43,9 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// a span of another heap (a remote free), or a span in a central pool.
 ///
 /// A free into a span another thread owns goes into this thread's outbox for the span (no
-/// atomic; one CAS per batch, see `slow::free_batched`), but for the heap's first
-/// [`DIRECT_FREES`]; into a pooled span, or from a thread without a heap, it is pushed at once.
+/// atomic; one CAS per batch, see `outbox::free_batched`; a heap's first few are pushed at
+/// once, see `outbox::DIRECT_FREES`); into a pooled span, or from a thread without a heap, it
+/// is pushed at once.
 ///
 /// # Safety
 /// `p` is a live block of `span`.
@@ -75,12 +76,7 @@ pub(super) unsafe extern "C" fn free_slow(p: *mut u8, heap: *mut Heap, span: &Sp
         // SAFETY: forwarded.
         return unsafe { free_pooled(h, span, class, p) };
     }
-    let direct = h.direct_frees.get();
-    if direct < DIRECT_FREES {
-        h.direct_frees.set(direct + 1);
-        // SAFETY: `p` is a live block of `span`, freed once, which another heap owns.
-        unsafe { free_other(span, p) };
-    } else {
+    {
         // The outboxes are what the trimmer publishes of an idle heap.
         let _inside = h.enter();
         // Batched: a span another thread owns.
@@ -89,13 +85,6 @@ pub(super) unsafe extern "C" fn free_slow(p: *mut u8, heap: *mut Heap, span: &Sp
     }
     count_remote(heap, class);
 }
-
-/// A heap's first frees into other live threads' spans that are pushed at once, each with one
-/// compare-and-swap, rather than gathered in its outboxes: a thread that makes few such frees
-/// (a Rust thread frees its spawner's closure as it starts; a C thread the TLS vector of a
-/// thread it joins) never writes its outboxes, over two thirds of its heap, so that with
-/// thousands of live threads each one holds a page of its heap, not three.
-pub const DIRECT_FREES: u32 = 16;
 
 /// [`free_slow`] into a span in a central pool (owned by nobody): its owner-less span's sweeps
 /// should find its blocks back as soon as they are freed, so the free is pushed at once.

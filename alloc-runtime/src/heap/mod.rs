@@ -91,7 +91,7 @@ pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 pub(crate) use miss::alloc_slow;
 #[cfg(feature = "test-hooks")]
-pub use miss::DIRECT_FREES;
+pub use outbox::DIRECT_FREES;
 #[cfg(feature = "profiling")]
 pub(crate) use sampled::arm_this_thread;
 #[cfg(specalloc_asm_fast)]
@@ -149,7 +149,7 @@ pub(crate) struct Heap {
     /// Blocks this heap's thread freed into spans it does not own.
     pub(crate) remote_frees: AtomicU64,
     /// Frees into other live threads' spans this heap pushed at once, without its outboxes, up
-    /// to `miss::DIRECT_FREES` (see `miss::free_slow`).
+    /// to `outbox::DIRECT_FREES`.
     direct_frees: Cell<u32>,
     /// Some outbox may hold blocks: set when one starts a batch, cleared when every one is
     /// published. Until then nothing reads the outboxes, which a new heap's pages leave

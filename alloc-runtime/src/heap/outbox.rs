@@ -93,13 +93,29 @@ pub(super) unsafe fn free_batched(h: &Heap, span: &Span, class: usize, p: *mut u
     unsafe { start_batch(h, span, class, p) }
 }
 
+/// A heap's first frees into other live threads' spans are pushed at once, each with one
+/// compare-and-swap, rather than starting batches in its outboxes: a thread that makes few such
+/// frees (a Rust thread frees its spawner's closure as it starts; a C thread the TLS vector of
+/// a thread it joins) never writes its outboxes, two thirds of its heap, so that with thousands
+/// of live threads each one holds a page of its heap, not three. Decided where a batch would
+/// start, so that a thread that frees into other threads' spans all the time pays nothing for
+/// it on its other frees.
+pub const DIRECT_FREES: u32 = 16;
+
 /// [`free_batched`] when no outbox of the class holds blocks of `span`: one that holds none
-/// starts a batch for it (after publishing one, in turn, if every outbox is in use).
+/// starts a batch for it (after publishing one, in turn, if every outbox is in use), unless the
+/// heap has not made its first [`DIRECT_FREES`] yet.
 ///
 /// # Safety
 /// As for [`free_batched`], which holds the trim lock.
 #[inline(never)]
 unsafe fn start_batch(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    let direct = h.direct_frees.get();
+    if direct < DIRECT_FREES {
+        h.direct_frees.set(direct + 1);
+        // SAFETY: forwarded: `p` is a live block of `span`, freed once, another heap's.
+        return unsafe { free_other(span, p) };
+    }
     // SAFETY: a span's class is below `SPAN_CLASSES`.
     let set = unsafe { h.outboxes.get_unchecked(class) };
     answer_handover(h);
