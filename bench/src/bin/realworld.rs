@@ -98,6 +98,24 @@ struct Opts {
     args: Vec<String>,
 }
 
+/// The `programs:` lines of the usage: every program of the suite, wrapped.
+fn program_list() -> String {
+    let mut out = String::from("programs:");
+    let mut line = out.len();
+    for (i, p) in PROGRAMS.iter().enumerate() {
+        let sep = if i + 1 < PROGRAMS.len() { "," } else { "\n" };
+        if line + 1 + p.name.len() + sep.len() > 90 {
+            out.push_str("\n         ");
+            line = 9;
+        }
+        out.push(' ');
+        out.push_str(p.name);
+        out.push_str(sep);
+        line += 1 + p.name.len() + sep.len();
+    }
+    out
+}
+
 fn usage() -> Usage {
     Usage {
         name: "realworld",
@@ -110,10 +128,9 @@ fn usage() -> Usage {
         ) + "  --only NAMES   only these programs (comma-separated; `pipeline` = all four)\n\
              \x20 --no-peers     leave the peers out (mimalloc, jemalloc and snmalloc need --features peers)\n\
              \x20 --callgrind    instructions (total and allocator-only) under valgrind, at the quick scale\n\
-             \x20 --verify       build and check every worker, run nothing\n\
-             programs: json, syn, btree, pipeline1, pipeline2, pipeline4, pipeline8, server,\n\
-             \x20         server-joined, text, graph, rebuild, rebuild1, grow, largebuf\n\
-             environment: REALWORLD_BEFORE=PATH runs an earlier build of specalloc's worker\n\
+             \x20 --verify       build and check every worker, run nothing\n"
+            + &program_list()
+            + "environment: REALWORLD_BEFORE=PATH runs an earlier build of specalloc's worker\n\
              \x20 (its target/release/realworld_worker) in the same rounds, as `specalloc before`\n",
     }
 }
@@ -723,6 +740,8 @@ fn callgrind(opts: &Opts, workers: &[Worker]) -> Result<(), String> {
             let text = workers::output(
                 w.command(Path::new("valgrind"))
                     .arg("--tool=callgrind")
+                    // `threads` keeps hundreds of threads alive at once; valgrind stops at 500.
+                    .arg("--max-threads=2048")
                     .arg(format!("--callgrind-out-file={}", file.display()))
                     .arg(&w.bin)
                     .args(["run", p.name, "--scale"])
