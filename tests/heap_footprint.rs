@@ -2,7 +2,7 @@
 //! frees them, frees a block of a thread that exited (as the C library does on every
 //! `pthread_join`: the joined thread's TLS vector was allocated by its creator) and a few blocks
 //! of live threads (a Rust thread frees its spawner's closure as it starts; a channel's blocks)
-//! writes only the first page of its heap. The rest of a heap (over 12 KiB, most of it the
+//! writes only the first page of its heap. The rest of a heap (two of its three pages, the
 //! outboxes that gather frees into other threads' spans) holds no memory until the thread
 //! makes many such frees; with thousands of live threads (a thread per connection) that is
 //! what each one costs.

@@ -1,9 +1,9 @@
-//! Test hooks (cargo feature `test-hooks`, for the fork tests only; never in a normal build):
-//! park a thread inside each lock and wait state that `fork` must get past, so that a test can
-//! fork right then and check that the child does not hang (see `docs/fork.md`). A leaf: the heap
+//! Test hooks (cargo feature `test-hooks`, for tests only; never in a normal build): park a
+//! thread inside each lock and wait state that `fork` must get past, so that a test can fork
+//! right then and check that the child does not hang (see `docs/fork.md`). A leaf: the heap
 //! calls [`in_delivery`]; the public `test_hooks` module of the crate root re-exports this,
-//! the heap's `hold_lock`, and `thread_heap` (where the calling thread's heap is, for the test
-//! of what a thread writes of it).
+//! the heap's `hold_lock`, and, for the tests of what a thread writes of its heap and of its
+//! outboxes, `thread_heap` (where the calling thread's heap is) and `DIRECT_FREES`.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;

@@ -130,8 +130,8 @@ mod snapshot;
 mod span;
 pub mod spec;
 mod stats;
-/// Test hooks for the fork tests and the heap's footprint test (cargo feature `test-hooks`;
-/// never in a normal build).
+/// Test hooks for the fork, heap-footprint and outbox tests (cargo feature `test-hooks`; never
+/// in a normal build).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod test_hooks {
