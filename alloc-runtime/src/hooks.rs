@@ -3,7 +3,9 @@
 //! right then and check that the child does not hang (see `docs/fork.md`). A leaf: the heap
 //! calls [`in_delivery`]; the public `test_hooks` module of the crate root re-exports this,
 //! the heap's `hold_lock`, and, for the tests of what a thread writes of its heap and of its
-//! outboxes, `thread_heap` (where the calling thread's heap is) and `DIRECT_FREES`.
+//! outboxes, `thread_heap` (where the calling thread's heap is) and `DIRECT_FREES`, and for
+//! the test of a thread's first allocations of a class, `SHARED_FIRST` and
+//! `SHARED_FROM_THREADS`.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,7 +15,7 @@ use std::time::Duration;
 pub enum Lock {
     /// The lock around creating the thread-exit key.
     Key,
-    /// The shared fallback heap (threads whose heap is torn down).
+    /// The shared heap (threads whose heap is torn down).
     Fallback,
     /// The pool of unused heaps.
     HeapPool,

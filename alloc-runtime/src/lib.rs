@@ -130,12 +130,14 @@ mod snapshot;
 mod span;
 pub mod spec;
 mod stats;
-/// Test hooks for the fork, heap-footprint and outbox tests (cargo feature `test-hooks`; never
-/// in a normal build).
+/// Test hooks for the fork, heap-footprint, outbox and shared-heap tests (cargo feature
+/// `test-hooks`; never in a normal build).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod test_hooks {
-    pub use crate::heap::{hold_lock, thread_heap, DIRECT_FREES};
+    pub use crate::heap::{
+        hold_lock, thread_heap, DIRECT_FREES, SHARED_FIRST, SHARED_FROM_THREADS,
+    };
     pub use crate::hooks::*;
 }
 

@@ -6,7 +6,7 @@
 //! freeing thread, even when its release races with a delivery (the release is deferred until
 //! the owner takes the span off its delayed list).
 //!
-//! The owner's side mirrors `src/heap/slow.rs` and `src/heap/lifecycle.rs` step by step
+//! The owner's side mirrors `src/heap/slow.rs` and `src/heap/abandon.rs` step by step
 //! (`park_full`, `watch_full`, `take_back`, `unpark`, `collect_remote`, `process_delayed`, `release_span`,
 //! `abandon`); every atomic step is the shared protocol's. Each freed chain carries its length,
 //! which the remote word counts: every taken list is walked here and must be as long as its

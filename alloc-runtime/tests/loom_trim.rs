@@ -8,7 +8,7 @@
 //! owner's heap, handed on through the pool, is not trimmed.
 //!
 //! The owner's and the trimmer's steps mirror `src/heap/fast.rs` (a local free: a push and a
-//! store of `used`), `src/heap/slow.rs` (`span_emptied`, `refill`), `src/heap/lifecycle.rs`
+//! store of `used`), `src/heap/slow.rs` (`span_emptied`, `refill`), `src/heap/abandon.rs`
 //! (`abandon`) and `src/heap/idle.rs` (`give_back_empty`). The span's owner-only state (its list,
 //! its local free list) and each block's memory are loom `UnsafeCell`s: loom fails a model in
 //! which two threads touch one without an order between them, so "the trimmer gave the span back
@@ -205,7 +205,7 @@ impl Model {
         proto::trimmer_leave(&self.trimmer_word);
     }
 
-    /// The owner's exit (`lifecycle::abandon`) under its lock: a span still on its list goes to
+    /// The owner's exit (`abandon::abandon`) under its lock: a span still on its list goes to
     /// the central pool with its remote list.
     fn exit(&self) {
         let took = self.enter();

@@ -177,3 +177,27 @@ unsafe extern "C" fn rearm(arg: *mut libc::c_void) {
         };
     }
 }
+
+/// The size of a page of memory on the platforms the tests run on.
+pub const PAGE: usize = 4096;
+
+/// Which of the pages of `[start, start + len)` (page-aligned `start`) this process wrote: an
+/// anonymous page mapped once, which `/proc/self/pagemap` marks present and exclusively mapped
+/// (a page only read maps the kernel's shared zero page, which holds no memory of ours).
+pub fn written_pages(start: usize, len: usize) -> Vec<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    const PRESENT: u64 = 1 << 63;
+    const EXCLUSIVE: u64 = 1 << 56;
+    let pages = len.div_ceil(PAGE);
+    let mut f = std::fs::File::open("/proc/self/pagemap").expect("/proc/self/pagemap");
+    f.seek(SeekFrom::Start((start / PAGE * 8) as u64))
+        .expect("seek in pagemap");
+    let mut raw = vec![0u8; pages * 8];
+    f.read_exact(&mut raw).expect("read pagemap");
+    raw.chunks_exact(8)
+        .map(|e| {
+            let v = u64::from_le_bytes(e.try_into().expect("8 bytes"));
+            v & PRESENT != 0 && v & EXCLUSIVE != 0
+        })
+        .collect()
+}

@@ -162,7 +162,7 @@ fn ensure_spec_heap() -> bool {
     if heap == empty_heap() {
         heap = match lifecycle::init_heap() {
             Ok(h) => h,
-            // The generic path serves it from the fallback heap.
+            // The generic path serves it from the shared heap.
             Err(lifecycle::NoHeap::Shared) => return true,
             Err(lifecycle::NoHeap::OutOfMemory) => return false,
         };

@@ -84,7 +84,7 @@ fn trim(h: &Heap) -> usize {
 /// parked full, so on a list, or current (its notification request stays armed when it comes
 /// back), which the trimmer leaves alone. Such a heap is passed without its lock, so a pass over
 /// thousands of blocked threads' heaps runs no `membarrier` for any of them.
-fn worth_trimming(h: &Heap) -> bool {
+pub(super) fn worth_trimming(h: &Heap) -> bool {
     let now = h.owner_word();
     let seen = h.trim_seen.swap(now, Ordering::Relaxed);
     if seen != now {

@@ -1,21 +1,22 @@
 //! A heap's life: made on a thread's first slow-path allocation (taken from a pool of unused
 //! heaps, or carved from a metadata mapping), torn down by a pthread-key destructor when the
 //! thread exits (its spans abandoned: empty ones to the page heap, the others to the central
-//! pools), and put back in the pool. Also the `fork` handlers, and the shared fallback heap that
-//! serves a thread whose heap is already torn down (a destructor that allocates after ours).
+//! pools), and put back in the pool. Also the `fork` handlers, and the shared heap that serves
+//! a thread whose heap is already torn down (a destructor that allocates after ours) and every
+//! thread's first blocks of a class while many threads have a heap.
 
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
-use super::central::{give_away, CENTRAL};
+use super::abandon::{abandon, give_back_shared};
+use super::central::CENTRAL;
 use super::outbox::publish_outboxes;
-use super::slow::{alloc_from, process_delayed};
+use super::slow::alloc_shared_from;
 use super::threads::ThreadIndex;
 use super::{empty_heap, tls, write_new_heap, Heap};
 use crate::lock::{this_thread, ForkEnd, SpinLock, FORKS};
 use crate::os;
 use crate::remote;
-use crate::span::{empty_span, Span, SPAN_CLASSES};
 
 struct HeapPool {
     /// Unused heaps.
@@ -62,12 +63,15 @@ pub(crate) fn active_heaps() -> usize {
 
 /// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
 /// go of the classes they stopped allocating in (on the interval's wakes: `full`), idle heaps
-/// trimmed, the central pools swept.
+/// trimmed, the shared heap's spans handed on once unused, the central pools swept.
 fn background_pass(full: bool) -> crate::purge::HeapPass {
     if full {
         super::retire::next_retire_epoch();
     }
-    let bytes = trim_idle_heaps() + super::central::sweep_all();
+    let bytes = trim_idle_heaps();
+    // Before the sweep, which gives back those of its spans whose blocks are all freed.
+    trim_shared();
+    let bytes = bytes + super::central::sweep_all();
     crate::purge::HeapPass {
         threads: active_heaps(),
         bytes,
@@ -100,7 +104,7 @@ pub(crate) unsafe fn next_heap(h: *mut Heap) -> *mut Heap {
 
 const HEAP_ARENA: usize = 256 * 1024;
 
-/// A heap for a thread with descriptor `thread` (0: for no thread, the fallback heap): the heap
+/// A heap for a thread with descriptor `thread` (0: for no thread, the shared heap): the heap
 /// a dead thread on the same descriptor left behind, else one from the pool, else a new one.
 ///
 /// A thread whose first allocation happens in the last round of pthread-key destructors sets
@@ -185,14 +189,14 @@ fn forget_other_threads() {
 }
 
 /// Whether this thread's heap has been torn down, or it can have none (no thread-exit key could
-/// be had): the fallback heap serves it (see [`alloc_after_exit`]).
+/// be had): the shared heap serves it (see [`alloc_shared`]).
 pub(super) fn exited() -> bool {
     tls::locals().exited.get()
 }
 
 /// Why [`init_heap`] gave the thread no heap of its own.
 pub(super) enum NoHeap {
-    /// The thread is served by the shared fallback heap ([`alloc_after_exit`]): for this
+    /// The thread is served by the shared heap ([`alloc_shared`]): for this
     /// allocation (the image is being kept loaded, by another thread or by a call this one is
     /// making: see [`thread_key`]), or for the thread's life ([`exited`] then holds: no thread-exit key could
     /// be had, see [`thread_key`]).
@@ -212,14 +216,19 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
         Key::NotYet => return Err(NoHeap::Shared),
         Key::None => {
             // Without a key nothing would tear a heap down at this thread's exit: the thread
-            // is served by the fallback heap, as one whose heap is torn down is.
+            // is served by the shared heap, as one whose heap is torn down is.
             tls::locals().exited.set(true);
             return Err(NoHeap::Shared);
         }
     };
     let h = new_heap(this_thread()).ok_or(NoHeap::OutOfMemory)?;
     // SAFETY: `h` is a live heap nobody else uses.
-    unsafe { (*h).active.store(true, Ordering::Relaxed) };
+    let hr = unsafe { &*h };
+    hr.active.store(true, Ordering::Relaxed);
+    // A new thread's first allocations of each class (`miss::shared_first`).
+    for n in &hr.shared_allocs {
+        n.set(0);
+    }
     let active = ACTIVE.fetch_add(1, Ordering::Relaxed) + 1;
     tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
@@ -229,32 +238,50 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     Ok(h)
 }
 
-/// The heap shared by threads whose own heap is torn down (its address, 0 until first used),
-/// used only under this lock.
+/// The shared heap (its address, 0 until first used), used only under this lock: it serves
+/// threads whose own heap is torn down or that can have none, and every thread's first few
+/// allocations of each class while many threads have a heap (`miss::shared_first`).
 static FALLBACK: SpinLock<usize> = SpinLock::new(0);
 
-/// Allocates for a thread whose heap is already torn down, or that has none (see [`NoHeap`]):
-/// from the shared fallback heap, under its lock. A thread never gets a second heap after its
-/// exit began, since nothing would tear that one down (a pthread-key destructor that allocates
-/// in the last round runs after ours).
+/// Allocates from the shared heap, under its lock: for a thread whose heap is already torn
+/// down, or that has none (see [`NoHeap`]), and for a thread's first allocations of a class
+/// while many threads have a heap (`miss::shared_first`). A thread never gets a second heap
+/// after its exit began, since nothing would tear that one down (a pthread-key destructor that
+/// allocates in the last round runs after ours).
 #[cold]
-pub(super) fn alloc_after_exit(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+pub(super) fn alloc_shared(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     let mut g = FALLBACK.lock();
     if *g == 0 {
         match new_heap(0) {
-            Some(h) => *g = h as usize,
+            Some(h) => {
+                *g = h as usize;
+                super::SHARED_HEAP.store(h as usize, Ordering::Relaxed);
+            }
             None => return ptr::null_mut(),
         }
     }
-    // SAFETY: the fallback heap is never freed, and we hold its lock, which makes us the only
+    // SAFETY: the shared heap is never freed, and we hold its lock, which makes us the only
     // user of it and the owner of its spans.
     let h = unsafe { &*(*g as *const Heap) };
-    // It takes its spans' pages one run at a time and keeps no reserve of runs: nothing would
-    // give one back (its threads are gone, and `collect()` trims the caller's own heap).
+    // It takes its spans' pages one run at a time and keeps no reserve of runs.
     h.new_spans.set(0);
-    // The threads that use it enter its trim lock in turn (in `alloc_from`), as an owner does:
-    // the trimmer passes it, being inactive, and the lock keeps it so if that ever changes.
-    alloc_from(h, class, size, zeroed)
+    // The threads that use it enter its trim lock in turn (in a refill), as an owner does: the
+    // idle-heap trimmer passes it, being inactive, and the lock keeps it so if that ever
+    // changes.
+    alloc_shared_from(h, class, size, zeroed)
+}
+
+/// The shared heap's part of the background pass: once no thread has used it since the pass
+/// before, its spans are handed on (see `abandon.rs`).
+fn trim_shared() {
+    // A thread allocating from it now: the next pass looks again.
+    let Some(g) = FALLBACK.try_lock() else {
+        return;
+    };
+    if *g != 0 {
+        // SAFETY: the shared heap is never freed, and we hold its lock.
+        unsafe { give_back_shared(&*(*g as *const Heap)) };
+    }
 }
 
 /// The thread-exit key plus one (0: not made yet).
@@ -320,7 +347,7 @@ fn thread_key() -> Key {
 ///   also ask for, in case they come first): done here, the dynamic loader's own allocation
 ///   for it is made before the program runs, not in the middle of its first allocation;
 /// - makes the thread-exit key, before the program could take every key the system has (a
-///   thread that finds none is served by the fallback heap, slower).
+///   thread that finds none is served by the shared heap, slower).
 extern "C" fn on_load() {
     LOADED.store(true, Ordering::Release);
     crate::purge::set_heap_work(background_pass);
@@ -340,7 +367,7 @@ extern "C" fn on_load() {
               allocated run may crash\n",
         );
     }
-    // None left already: threads are served by the fallback heap (and try again).
+    // None left already: threads are served by the shared heap (and try again).
     let _ = thread_key();
 }
 
@@ -354,7 +381,7 @@ static ON_LOAD: extern "C" fn() = on_load;
 
 /// `fork` prepare handler: waits out the deliveries in progress and holds new ones back (see
 /// [`remote::fork_prepare`]), then takes every allocator lock (in the one order the allocator
-/// nests them: key, fallback heap, heap pool, central pools, huge cache, page heap), so that no
+/// nests them: key, shared heap, heap pool, central pools, huge cache, page heap), so that no
 /// other thread is inside a critical section when the process is copied. The child then starts
 /// with consistent structures and can allocate and free; threads that did not survive the fork
 /// keep their spans (their blocks can still be freed in the child, as remote frees). Every lock
@@ -533,7 +560,7 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     // SAFETY: `h` was this thread's heap and the thread no longer uses it.
     unsafe { abandon(&*h) };
     // Inactive before the lock is left: a trimmer that takes the lock next then leaves the heap
-    // alone, while the pool hands it on (the fallback heap may be made of it).
+    // alone, while the pool hands it on (the shared heap may be made of it).
     // SAFETY: `h` is live; the pool takes it back.
     unsafe { (*h).active.store(false, Ordering::Relaxed) };
     drop(inside);
@@ -545,54 +572,4 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
         pool.threads.set(h, 0);
     }
     pool.free = h;
-}
-
-/// Gives away every span `h` owns: empty ones to the page heap, the others to the central pools;
-/// and its reserve of page runs to the page heap.
-///
-/// # Safety
-/// `h` is a heap no thread will use again without taking it from the pool.
-pub(crate) unsafe fn abandon(h: &Heap) {
-    // 1. No span of ours may be NOTIFY or NOTIFYING: after this, nobody delivers to `h`.
-    for_each_owned(h, |s| {
-        remote::quiesce(&s.remote);
-    });
-    // 2. Take what was delivered before that (without asking for new notifications).
-    process_delayed(h, true);
-    debug_assert_eq!(h.delayed.load(Ordering::Relaxed), 0);
-    // 3. Hand every span on.
-    for cc in &h.classes[1..] {
-        let cur = cc.current.get();
-        if cur != empty_span() {
-            cc.current.set(empty_span());
-            // SAFETY: the current span is a live descriptor owned by `h`.
-            let s = unsafe { &*cur };
-            s.used.set(s.used.get() - 1); // unpin
-                                          // SAFETY: owned by `h`, quiesced, on no list.
-            unsafe { give_away(s) };
-        }
-        while let Some(s) = cc.partial.pop_front() {
-            // SAFETY: as above.
-            unsafe { give_away(s) };
-        }
-    }
-    while let Some(s) = h.full.pop_front() {
-        // SAFETY: as above.
-        unsafe { give_away(s) };
-    }
-    h.empty_kept.set(0);
-    // 4. The page runs kept for new spans go back to the page heap.
-    super::reserve::release(h);
-}
-
-fn for_each_owned(h: &Heap, mut f: impl FnMut(&Span)) {
-    for cc in &h.classes[1..SPAN_CLASSES] {
-        let cur = cc.current.get();
-        if cur != empty_span() {
-            // SAFETY: the current span is a live descriptor owned by `h`.
-            f(unsafe { &*cur });
-        }
-        cc.partial.for_each(&mut f);
-    }
-    h.full.for_each(&mut f);
 }

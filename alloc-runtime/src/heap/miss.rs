@@ -1,7 +1,7 @@
 //! The misses of the fast paths, out of line: an allocation finds no block in its current span
 //! (the thread may have no heap yet, or be exiting), a free finds a span the thread does not own
 //! outright (parked full, another thread's, or pooled). They decide where the operation goes:
-//! the heap's life (`lifecycle.rs`: making a heap, the fallback heap after exit) or the slow
+//! the heap's life (`lifecycle.rs`: making a heap, the shared heap after exit) or the slow
 //! paths (`slow.rs`), and count frees into other threads' spans in this thread's own counters.
 
 use core::ptr;
@@ -12,12 +12,12 @@ use super::slow::{alloc_from, free_to_parked};
 use super::tls::current_heap;
 use super::{central, empty_heap, inc, lifecycle, Heap};
 use crate::remote;
-use crate::span::{span_blocks, Span, OWNER_FULL, TINY_CLASS};
+use crate::span::{empty_span, span_blocks, Span, OWNER_FULL, TINY_CLASS};
 use crate::stats;
 
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
-/// use) and allocates from it; `size` bytes are cleared when `zeroed`. Null only when the OS
-/// refuses memory.
+/// use) and allocates from it, or takes the block from the shared heap ([`shared_first`]);
+/// `size` bytes are cleared when `zeroed`. Null only when the OS refuses memory.
 #[cold]
 #[inline(never)]
 pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
@@ -25,18 +25,54 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     if heap == empty_heap() {
         if lifecycle::exited() {
             // A destructor running after this thread's heap was torn down.
-            return lifecycle::alloc_after_exit(class, size, zeroed);
+            return lifecycle::alloc_shared(class, size, zeroed);
         }
         heap = match lifecycle::init_heap() {
             Ok(h) => h,
             Err(lifecycle::NoHeap::Shared) => {
-                return lifecycle::alloc_after_exit(class, size, zeroed);
+                return lifecycle::alloc_shared(class, size, zeroed);
             }
             Err(lifecycle::NoHeap::OutOfMemory) => return ptr::null_mut(),
         };
     }
     // SAFETY: a live heap from the pool; this thread is its only user.
-    alloc_from(unsafe { &*heap }, class, size, zeroed)
+    let h = unsafe { &*heap };
+    if shared_first(h, class) {
+        return lifecycle::alloc_shared(class, size, zeroed);
+    }
+    alloc_from(h, class, size, zeroed)
+}
+
+/// Allocations of a class a thread takes from the shared heap before a span of its own.
+pub const SHARED_FIRST: u8 = 4;
+
+/// Threads with a heap from which a thread's first allocations of a class come from the shared
+/// heap.
+pub const SHARED_FROM_THREADS: usize = 8;
+
+/// Whether this allocation of `class` comes from the shared heap rather than a span of `h`'s:
+/// one of the first [`SHARED_FIRST`] of the class by `h`'s thread, which has no span of it,
+/// while [`SHARED_FROM_THREADS`] threads or more have a heap. Each span a thread takes touches
+/// a page of its own; a thread that allocates a few blocks in a class (the four of a thread per
+/// connection) would hold a page per class, where the shared heap packs every thread's first
+/// blocks together. Below that many threads the shared heap's own page per class would cost
+/// more than it saves.
+#[inline]
+fn shared_first(h: &Heap, class: usize) -> bool {
+    let cc = &h.classes[class];
+    // First what ends most refills' look: a current span, run out.
+    if cc.current.get() != empty_span() {
+        return false;
+    }
+    let n = h.shared_allocs[class].get();
+    if n >= SHARED_FIRST
+        || !cc.partial.is_empty()
+        || lifecycle::active_heaps() < SHARED_FROM_THREADS
+    {
+        return false;
+    }
+    h.shared_allocs[class].set(n + 1);
+    true
 }
 
 /// Frees `p` into a span whose owner word is not exactly `heap`: a span `heap` parked as full,

@@ -9,8 +9,9 @@
 //! | `fast.rs` | the fast paths: pop from the current span, push to an owned span |
 //! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
-//! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the fallback heap |
+//! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the shared heap |
 //! | `threads.rs` | the index of heaps by the thread descriptor they record |
+//! | `abandon.rs` | a heap's spans handed on: at its thread's exit, the shared heap's when unused |
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
 //! | `slow.rs` | refill, parking full spans and taking them back, collecting remote frees |
 //! | `outbox.rs` | frees into other threads' spans, gathered a span at a time and published |
@@ -42,6 +43,11 @@
 //!   request is armed once and left armed when the span comes back, so parking and unparking
 //!   take no atomic read-modify-write once a span has been parked before.
 //!
+//! While many threads have a heap, a thread's first few allocations of a class it has no span of
+//! come from the *shared heap*, under its lock (`miss::shared_first`), so that a thread that
+//! allocates a few blocks in a class does not take a span, and a page, for them; the background
+//! trimmer hands that heap's spans on once nobody uses it (`abandon.rs`).
+//!
 //! The tiny class (4-byte blocks for 1 to 4 bytes) is a span class like the others; only its
 //! blocks link through 4-byte chunk offsets instead of pointers.
 //!
@@ -58,6 +64,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
+mod abandon;
 mod central;
 mod fast;
 #[cfg(specalloc_asm_fast)]
@@ -90,6 +97,8 @@ pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};
 use list::SpanList;
 pub(crate) use miss::alloc_slow;
+#[cfg(feature = "test-hooks")]
+pub use miss::{SHARED_FIRST, SHARED_FROM_THREADS};
 #[cfg(feature = "test-hooks")]
 pub use outbox::DIRECT_FREES;
 #[cfg(feature = "profiling")]
@@ -165,7 +174,7 @@ pub(crate) struct Heap {
     /// Next heap in the pool of unused heaps.
     pool_next: Cell<*mut Heap>,
     /// The thread descriptor (`pthread_self()`) of the thread using this heap; 0 when pooled,
-    /// for the fallback heap, and for heaps of threads that did not survive a `fork`. Read and
+    /// for the shared heap, and for heaps of threads that did not survive a `fork`. Read and
     /// written under the heap pool's lock (see `lifecycle::new_heap`), through its index of
     /// heaps by descriptor (`threads.rs`).
     thread: Cell<usize>,
@@ -200,6 +209,10 @@ pub(crate) struct Heap {
     /// page: a thread that frees one block of a dead thread's (the C library frees a thread's
     /// TLS vector when another thread joins it) writes here, and nothing else of the rest.
     pooled_frees: [Cell<u32>; SPAN_CLASSES],
+    /// Per class, this heap's thread's allocations served by the shared heap while it had no
+    /// span of the class (up to `miss::SHARED_FIRST`; see `miss::shared_first`). Set to zero
+    /// when a thread takes the heap.
+    shared_allocs: [Cell<u8>; SPAN_CLASSES],
     // The per-class arrays a thread that frees only into its own spans does not touch: last,
     // so that a new heap's first pages hold what it uses (see [`write_new_heap`]).
     /// Per class, frees into spans this heap does not own, gathered and published a batch at a
@@ -252,6 +265,7 @@ impl Heap {
             outbox_victim: [const { Cell::new(0) }; SPAN_CLASSES],
             handover_seen: Cell::new(0),
             pooled_frees: [const { Cell::new(0) }; SPAN_CLASSES],
+            shared_allocs: [const { Cell::new(0) }; SPAN_CLASSES],
             retire_seen: Cell::new(0),
             all_next: Cell::new(ptr::null_mut()),
             pool_next: Cell::new(ptr::null_mut()),
@@ -326,6 +340,11 @@ static EMPTY_HEAP: SyncHeap = SyncHeap(Heap::new(&EMPTY_SPAN.0 as *const Span as
 fn empty_heap() -> *mut Heap {
     &EMPTY_HEAP.0 as *const Heap as *mut Heap
 }
+
+/// The shared heap's address (0 until it is made, then never changed; `lifecycle::alloc_shared`
+/// writes it under the shared heap's lock): frees into its spans are pushed at once, never
+/// batched (`outbox::start_batch`).
+static SHARED_HEAP: AtomicUsize = AtomicUsize::new(0);
 
 /// Writes a new heap at `h`, memory that holds zeros: the value of [`Heap::new`] with the
 /// sentinel span, all of whose fields are zero bits but the ones written here (a test compares
@@ -446,7 +465,7 @@ mod tests {
         let Heap {
             classes: _, empty_kept: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
             delayed: _, remote_frees: _, direct_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
-            pooled_frees: _, frees: _, retire_seen: _, all_next: _, pool_next: _,
+            pooled_frees: _, shared_allocs: _, frees: _, retire_seen: _, all_next: _, pool_next: _,
             thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,
             trim_bare_at: _, trim_delayed_at: _,
             #[cfg(feature = "profiling")] prof_epoch: _,
@@ -482,6 +501,9 @@ mod tests {
         assert_eq!(a.delayed.load(Relaxed), b.delayed.load(Relaxed));
         assert_eq!(a.remote_frees.load(Relaxed), b.remote_frees.load(Relaxed));
         assert_eq!(a.direct_frees.get(), b.direct_frees.get());
+        for (x, y) in a.shared_allocs.iter().zip(&b.shared_allocs) {
+            assert_eq!(x.get(), y.get());
+        }
         assert_eq!(a.outboxes_used.get(), b.outboxes_used.get());
         for (x, y) in a.outboxes.iter().flatten().zip(b.outboxes.iter().flatten()) {
             assert_eq!(x.span.get(), y.span.get());

@@ -6,9 +6,9 @@
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Heap, Outbox};
+use super::{Heap, Outbox, SHARED_HEAP};
 use crate::remote;
-use crate::span::{span_block_size, Span, TINY_CLASS};
+use crate::span::{span_block_size, Span, OWNER_FULL, TINY_CLASS};
 
 /// A free into a span of another heap or of a central pool, other than a plain push: the whole
 /// remote-free protocol with its notification. A pooled span (owner word 0) takes the plain
@@ -104,12 +104,20 @@ pub const DIRECT_FREES: u32 = 16;
 
 /// [`free_batched`] when no outbox of the class holds blocks of `span`: one that holds none
 /// starts a batch for it (after publishing one, in turn, if every outbox is in use), unless the
-/// heap has not made its first [`DIRECT_FREES`] yet.
+/// span is the shared heap's or the heap has not made its first [`DIRECT_FREES`] yet.
 ///
 /// # Safety
 /// As for [`free_batched`], which holds the trim lock.
 #[inline(never)]
 unsafe fn start_batch(h: &Heap, span: &Span, class: usize, p: *mut u8) {
+    // A thread's first blocks of a class come from the shared heap (`miss::shared_first`): a
+    // few per class, which would otherwise start a batch each and write the outboxes of every
+    // thread that frees its own. (Its owner word may have gone to 0 since, the span pooled:
+    // `free_other` serves both.)
+    if span.owner_word() & !OWNER_FULL == SHARED_HEAP.load(Ordering::Relaxed) {
+        // SAFETY: forwarded: `p` is a live block of `span`, freed once, another heap's.
+        return unsafe { free_other(span, p) };
+    }
     let direct = h.direct_frees.get();
     if direct < DIRECT_FREES {
         h.direct_frees.set(direct + 1);
@@ -243,7 +251,7 @@ fn answer_handover(h: &Heap) {
 /// Publishes every outbox of `h`: at thread exit, when the thread collects, and when another
 /// thread's `collect()` asked.
 ///
-/// `h` must be this thread's heap (or the fallback heap, whose outboxes stay empty).
+/// `h` must be this thread's heap (or the shared heap, whose outboxes stay empty).
 pub(super) fn publish_outboxes(h: &Heap) {
     h.handover_seen.set(HANDOVER.load(Ordering::Relaxed));
     if !h.outboxes_used.get() {

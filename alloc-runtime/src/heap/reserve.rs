@@ -12,7 +12,7 @@
 //! holds at most [`RESERVE_MAX_PAGES`] pages (256 KiB). Its runs are pages in use as
 //! far as the page heap is concerned: runs on fresh pages take no memory until a span is made
 //! on them, and runs on pages that held memory are taken only when the policy would take such
-//! pages anyway. They go back to the page heap when the thread exits (`lifecycle::abandon`)
+//! pages anyway. They go back to the page heap when the thread exits (`abandon::abandon`)
 //! and when it calls `collect()` (`slow::trim_thread`). A thread that vanishes in a `fork`
 //! keeps its reserve in the child, as it keeps its spans (`docs/fork.md`).
 //!
@@ -43,7 +43,7 @@ pub(super) const RESERVE_AFTER: u32 = 4;
 /// [`RUNS_PER_TAKE`]` - 1` more of the same length kept in the reserve (as many as
 /// [`RESERVE_MAX_PAGES`] leaves room for). `None` when the OS refuses memory.
 ///
-/// `h` must be this thread's heap, or the shared fallback heap with its lock held.
+/// `h` must be this thread's heap, or the shared heap with its lock held.
 pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
     let made = h.new_spans.get();
     if made < RESERVE_AFTER {
@@ -102,7 +102,7 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
 
 /// Gives `h`'s reserve back to the page heap; returns its bytes.
 ///
-/// `h` must be this thread's heap, the shared fallback heap with its lock held, or a heap no
+/// `h` must be this thread's heap, the shared heap with its lock held, or a heap no
 /// thread uses any more.
 pub(super) fn release(h: &Heap) -> usize {
     let bytes = pages(h) * crate::size_class::PAGE_SIZE;

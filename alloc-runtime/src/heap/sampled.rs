@@ -43,7 +43,7 @@ fn arm_class(h: &Heap, class: usize, gap: u64) {
 /// Draws every class's countdown for the current epoch (all to the poll interval while
 /// profiling is off), if this heap has not yet.
 ///
-/// `h` is this thread's heap (or the fallback heap, under its lock).
+/// `h` is this thread's heap (or the shared heap, under its lock).
 #[inline]
 pub(super) fn arm(h: &Heap) {
     let epoch = crate::prof::epoch();
@@ -90,7 +90,7 @@ pub(super) unsafe extern "C" fn fire<const ZEROED: bool>(
     unsafe { take_sample(&*heap, class, size, ZEROED, span, b) }
 }
 
-/// [`fire`] for the refill (`slow::alloc_from`), whose heap may be the fallback heap.
+/// [`fire`] for the refill (`slow::alloc_from`), whose heap may be the shared heap.
 ///
 /// # Safety
 /// As for [`take_sample`].
@@ -111,7 +111,7 @@ pub(super) unsafe fn fire_in(
 /// The countdown of `class` on `h` reached zero on the allocation of `b`, which the caller
 /// popped from `span` (current, owned by `h`) and counted. Draws the next gap; on this thread's
 /// own heap, records the sample and gives the allocation a page run of its own, freeing `b`
-/// back to `span`; otherwise (the fallback heap, or a skipped sample) hands out `b`.
+/// back to `span`; otherwise (the shared heap, or a skipped sample) hands out `b`.
 ///
 /// # Safety
 /// `h` owns `span`, which is its current span of `class`; `b` is the block just popped from

@@ -18,7 +18,7 @@ use crate::span::{
 use crate::stats;
 
 /// Refills `class` on `h` and allocates a block from it. `h` is this thread's heap, or the
-/// shared fallback heap with its lock held (what "owning" `h`'s spans means below).
+/// shared heap with its lock held (what "owning" `h`'s spans means below).
 pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
     // Here rather than in the callers, so that they call this in tail position.
     let _inside = h.enter();
@@ -32,8 +32,39 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
     let Some(s) = refill(h, class) else {
         return ptr::null_mut();
     };
+    take_current(h, class, s, size, zeroed, _inside)
+}
+
+/// [`alloc_from`] for the shared heap (whose lock the caller holds): a block of its current span
+/// of `class` when that has one, as the fast path takes it, without a refill's work (each
+/// thread takes a few blocks, one call at a time); otherwise [`alloc_from`].
+pub(super) fn alloc_shared_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *mut u8 {
+    // SAFETY: the current span is a live descriptor owned by `h`, or the sentinel span, whose
+    // free list is empty.
+    let s = unsafe { &*h.classes[class].current.get() };
+    if s.free.get().is_null() {
+        // A refill, which takes what other threads freed into its spans.
+        return alloc_from(h, class, size, zeroed);
+    }
+    take_current(h, class, s, size, zeroed, ())
+}
+
+/// Takes a block off `s`, `h`'s current span of `class`, which has one on its free list, and
+/// counts it; clears its first `size` bytes when `zeroed`. `inside` is what the caller holds of
+/// the trim lock (its guard, or nothing), left before the heap profiler's sampled allocation
+/// and otherwise on return. Inlined, so that the sampled allocation (`sampled::fire_in`) walks
+/// the same frames from either caller.
+#[inline(always)]
+fn take_current<G>(
+    h: &Heap,
+    class: usize,
+    s: &Span,
+    size: usize,
+    zeroed: bool,
+    inside: G,
+) -> *mut u8 {
     let fresh = s.free_zero.get();
-    // SAFETY: `refill` made `s` current, owned by `h`, with a block on its free list.
+    // SAFETY: `s` is current, owned by `h`, with a block on its free list.
     let b = unsafe { s.pop_local() };
     debug_assert!(!b.is_null());
     s.used.set(s.used.get() + 1);
@@ -41,7 +72,7 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
     inc(&h.classes[class].allocs);
     #[cfg(feature = "profiling")]
     if super::count_fires(&h.classes[class]) {
-        drop(_inside);
+        drop(inside);
         // SAFETY: `b` was just popped from `s`, `h`'s current span, and counted.
         return unsafe { super::sampled::fire_in(h, class, size, zeroed, s, b) };
     }
@@ -51,6 +82,7 @@ pub(super) fn alloc_from(h: &Heap, class: usize, size: usize, zeroed: bool) -> *
         // SAFETY: a block of `class`, now ours, at least `size` bytes long.
         unsafe { clear_block(b.cast(), size, fresh) };
     }
+    drop(inside);
     b.cast()
 }
 
@@ -208,7 +240,7 @@ fn unpark(h: &Heap, s: &Span) {
 /// Takes the spans other threads delivered to `h` (see `remote`). `exiting`: `h`'s thread is
 /// abandoning it, so parked spans are left for `give_away` instead of being watched again.
 ///
-/// `h` must be this thread's heap or the fallback heap under its lock.
+/// `h` must be this thread's heap or the shared heap under its lock.
 pub(super) fn process_delayed(h: &Heap, exiting: bool) {
     let mut p = remote::take_delayed(&h.delayed);
     while p != 0 {

@@ -40,7 +40,7 @@ pub(super) struct ThreadLocals {
     pub(super) spec_heap: Cell<*mut Heap>,
     /// This thread's heap has been torn down (it is exiting, and what still allocates is a
     /// destructor that runs after ours), or it can have none (no thread-exit key could be had):
-    /// the shared fallback heap serves it.
+    /// the shared heap serves it.
     pub(super) exited: Cell<bool>,
 }
 

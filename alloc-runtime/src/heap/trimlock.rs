@@ -84,7 +84,7 @@ impl Heap {
     /// The owner enters a slow path of `self` (see [`OwnerGuard`]); the owner word it makes odd
     /// also tells the trimmer the heap is not idle.
     ///
-    /// `self` must be this thread's heap, or the fallback heap under its lock.
+    /// `self` must be this thread's heap, or the shared heap under its lock.
     #[inline]
     pub(crate) fn enter(&self) -> OwnerGuard<'_> {
         OwnerGuard {
