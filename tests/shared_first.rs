@@ -4,9 +4,10 @@
 //! allocating in the class takes a span of its own, as before. Once no thread has used the
 //! shared heap for a while, the background trimmer hands its spans on, and they go back to the
 //! page heap when their blocks are freed, without the program calling anything. A thread's
-//! frees of its first blocks are pushed at once: they write none of its outboxes.
+//! frees of its first blocks are pushed at once: they write none of its outboxes. And the
+//! shared heap's spans may be handed on while other threads free into them.
 
-use std::sync::{Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use specalloc_runtime::size_class::{class_of, class_size, span_bytes};
@@ -168,5 +169,73 @@ fn freeing_its_first_blocks_writes_no_outbox() {
          ({size} bytes), beyond the first",
         sizes.len() * first
     );
+    idle.finish();
+}
+
+/// Rounds of [`first_blocks_freed_while_the_shared_heap_is_handed_on`].
+const ROUNDS: usize = 6;
+
+/// Rounds of 16 new threads that each take their first blocks of 6 classes (the shared heap's)
+/// and hand them to 2 other threads, which free them slowly, one every 1.5 ms (a round's frees
+/// take about 0.3 s, several of the trimmer's passes, which are at most 100 ms apart):
+/// meanwhile nobody allocates from the shared heap, so a pass hands its spans on while the
+/// frees into them go on (once a round, counted while this test was written). Every block must
+/// hold what its thread wrote until it is freed.
+#[test]
+fn first_blocks_freed_while_the_shared_heap_is_handed_on() {
+    let idle = Idle::start();
+    let sizes = [40, 72, 136, 264, 520, 1032];
+    let first = SHARED_FIRST as usize;
+    for round in 0..ROUNDS {
+        let (tx, rx) = mpsc::channel::<(u8, Vec<Vec<u8>>)>();
+        let rx = Arc::new(Mutex::new(rx));
+        let freers: Vec<_> = (0..2)
+            .map(|_| {
+                let rx = rx.clone();
+                std::thread::spawn(move || {
+                    let mut freed = 0;
+                    loop {
+                        let next = rx.lock().expect("channel").recv();
+                        let Ok((tag, blocks)) = next else {
+                            return freed;
+                        };
+                        for b in blocks {
+                            assert!(
+                                b.iter().all(|&x| x == tag),
+                                "a block changed before its free"
+                            );
+                            drop(b);
+                            freed += 1;
+                            std::thread::sleep(Duration::from_micros(1500));
+                        }
+                    }
+                })
+            })
+            .collect();
+        let makers: Vec<_> = (0..16)
+            .map(|t| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let tag = (round * 16 + t) as u8;
+                    let mut blocks = Vec::with_capacity(sizes.len() * first);
+                    for &n in &sizes {
+                        for _ in 0..first {
+                            blocks.push(vec![tag; n]);
+                        }
+                    }
+                    tx.send((tag, blocks)).expect("freers");
+                })
+            })
+            .collect();
+        drop(tx);
+        for m in makers {
+            m.join().expect("allocating thread");
+        }
+        let freed: usize = freers
+            .into_iter()
+            .map(|f| f.join().expect("freeing thread"))
+            .sum();
+        assert_eq!(freed, 16 * sizes.len() * first);
+    }
     idle.finish();
 }
