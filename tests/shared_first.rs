@@ -102,9 +102,11 @@ fn a_threads_first_blocks_of_a_class_share_spans_and_go_back() {
         .collect();
     allocated.wait();
     let shared = spans() - before;
-    // The blocks of all the threads, packed: a few spans, where a span each would be THREADS.
+    // The blocks of all the threads, packed: a few spans, where a span each would be THREADS. A
+    // thread that finds the shared heap's lock taken takes a span of its own instead (it never
+    // waits for it): a quarter of them at most here.
     let c = class_of(SIZE, 1);
-    let packed = (THREADS * first * class_size(c)).div_ceil(span_bytes(c)) + 1;
+    let packed = (THREADS * first * class_size(c)).div_ceil(span_bytes(c)) + 1 + THREADS / 4;
     assert!(
         shared <= packed,
         "{THREADS} threads with {first} blocks each of {SIZE} B hold {shared} spans (at most \

@@ -243,14 +243,32 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
 /// allocations of each class while many threads have a heap (`miss::shared_first`).
 static FALLBACK: SpinLock<usize> = SpinLock::new(0);
 
-/// Allocates from the shared heap, under its lock: for a thread whose heap is already torn
-/// down, or that has none (see [`NoHeap`]), and for a thread's first allocations of a class
-/// while many threads have a heap (`miss::shared_first`). A thread never gets a second heap
-/// after its exit began, since nothing would tear that one down (a pthread-key destructor that
-/// allocates in the last round runs after ours).
+/// Allocates from the shared heap, under its lock, for a thread whose heap is already torn
+/// down, or that has none (see [`NoHeap`]). A thread never gets a second heap after its exit
+/// began, since nothing would tear that one down (a pthread-key destructor that allocates in
+/// the last round runs after ours).
 #[cold]
 pub(super) fn alloc_shared(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     let mut g = FALLBACK.lock();
+    alloc_shared_locked(&mut g, class, size, zeroed)
+}
+
+/// [`alloc_shared`] for a thread that has a heap (its first allocations of a class,
+/// `miss::shared_first`), only if the shared heap's lock is free: `None` when another thread
+/// holds it (or the shared heap cannot be made), and the caller takes a span of its own instead.
+/// A thread with a heap never waits for that lock: a fork's prepare handler holds it, and a
+/// thread waiting in an allocation then may hold a lock of the program's that the child
+/// inherits held (the standard library's thread-info lock, around a new thread's first
+/// allocations).
+#[cold]
+pub(super) fn try_alloc_shared(class: usize, size: usize, zeroed: bool) -> Option<*mut u8> {
+    let mut g = FALLBACK.try_lock()?;
+    let p = alloc_shared_locked(&mut g, class, size, zeroed);
+    (!p.is_null()).then_some(p)
+}
+
+/// Allocates from the shared heap (made on first use), whose lock `g` is.
+fn alloc_shared_locked(g: &mut usize, class: usize, size: usize, zeroed: bool) -> *mut u8 {
     if *g == 0 {
         match new_heap(0) {
             Some(h) => {
@@ -260,8 +278,8 @@ pub(super) fn alloc_shared(class: usize, size: usize, zeroed: bool) -> *mut u8 {
             None => return ptr::null_mut(),
         }
     }
-    // SAFETY: the shared heap is never freed, and we hold its lock, which makes us the only
-    // user of it and the owner of its spans.
+    // SAFETY: the shared heap is never freed, and the caller holds its lock, which makes it the
+    // only user of it and the owner of its spans.
     let h = unsafe { &*(*g as *const Heap) };
     // It takes its spans' pages one run at a time and keeps no reserve of runs.
     h.new_spans.set(0);

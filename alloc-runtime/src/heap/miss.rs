@@ -38,7 +38,9 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     // SAFETY: a live heap from the pool; this thread is its only user.
     let h = unsafe { &*heap };
     if shared_first(h, class) {
-        return lifecycle::alloc_shared(class, size, zeroed);
+        if let Some(p) = lifecycle::try_alloc_shared(class, size, zeroed) {
+            return p;
+        }
     }
     alloc_from(h, class, size, zeroed)
 }
@@ -50,9 +52,10 @@ pub const SHARED_FIRST: u8 = 4;
 /// heap.
 pub const SHARED_FROM_THREADS: usize = 8;
 
-/// Whether this allocation of `class` comes from the shared heap rather than a span of `h`'s:
-/// one of the first [`SHARED_FIRST`] of the class by `h`'s thread, which has no span of it,
-/// while [`SHARED_FROM_THREADS`] threads or more have a heap. Each span a thread takes touches
+/// Whether this allocation of `class` comes from the shared heap rather than a span of `h`'s
+/// (if its lock is free, see `lifecycle::try_alloc_shared`): one of the first [`SHARED_FIRST`]
+/// of the class by `h`'s thread, which has no span of it, while [`SHARED_FROM_THREADS`]
+/// threads or more have a heap. Each span a thread takes touches
 /// a page of its own; a thread that allocates a few blocks in a class (the four of a thread per
 /// connection) would hold a page per class, where the shared heap packs every thread's first
 /// blocks together. Below that many threads the shared heap's own page per class would cost

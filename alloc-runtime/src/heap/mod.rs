@@ -44,9 +44,9 @@
 //!   take no atomic read-modify-write once a span has been parked before.
 //!
 //! While many threads have a heap, a thread's first few allocations of a class it has no span of
-//! come from the *shared heap*, under its lock (`miss::shared_first`), so that a thread that
-//! allocates a few blocks in a class does not take a span, and a page, for them; the background
-//! trimmer hands that heap's spans on once nobody uses it (`abandon.rs`).
+//! come from the *shared heap*, under its lock if that is free (`miss::shared_first`), so that
+//! a thread that allocates a few blocks in a class does not take a span, and a page, for them;
+//! the background trimmer hands that heap's spans on once nobody uses it (`abandon.rs`).
 //!
 //! The tiny class (4-byte blocks for 1 to 4 bytes) is a span class like the others; only its
 //! blocks link through 4-byte chunk offsets instead of pointers.
