@@ -1,24 +1,30 @@
-//! A thread's first allocations of a class, while many threads have a heap, come from the
-//! shared heap: threads that each allocate a few blocks of a class (a thread per connection)
-//! pack them into shared spans instead of taking a span, and a page, each. A thread that goes on
-//! allocating in the class takes a span of its own, as before. Once no thread has used the
-//! shared heap for a while, the background trimmer hands its spans on, and they go back to the
-//! page heap when their blocks are freed, without the program calling anything. A thread's
-//! frees of its first blocks are pushed at once: they write none of its outboxes. And the
-//! shared heap's spans may be handed on while other threads free into them.
+//! A thread's first allocations, while many threads allocate, come from the shared heap: a
+//! thread that allocates a few blocks (a thread per connection) has no heap of its own, and
+//! threads that each allocate a few blocks of a class pack them into shared spans instead of
+//! taking a span, and a page, each. A thread that goes on allocating takes a heap, and in a
+//! class a span of its own, as before. Once no thread has used the shared heap for a while, the
+//! background trimmer hands its spans on, and they go back to the page heap when their blocks
+//! are freed, without the program calling anything. And the shared heap's spans may be handed
+//! on while other threads free into them. (A thread's frees of its first blocks:
+//! `shared_first_frees.rs`.)
 
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use specalloc_runtime::size_class::{class_of, class_size, span_bytes};
 use specalloc_runtime::stats;
-use specalloc_runtime::test_hooks::{thread_heap, DIRECT_FREES, SHARED_FIRST, SHARED_FROM_THREADS};
+use specalloc_runtime::test_hooks::{
+    allocating_threads, HEAPLESS_FIRST, SHARED_FIRST, SHARED_FROM_THREADS,
+};
 
 mod common;
-use common::written_pages;
+use common::Idle;
 
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
+
+/// Held by each test: they count threads and spans of the whole process.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A size no other code of this test allocates (a class of its own).
 const SIZE: usize = 2900;
@@ -35,43 +41,21 @@ fn spans() -> usize {
         .map_or(0, |cs| cs.spans)
 }
 
-/// `SHARED_FROM_THREADS` threads with a heap, alive until [`Idle::finish`].
-struct Idle {
-    hold: Arc<Barrier>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Idle {
-    fn start() -> Idle {
-        let hold = Arc::new(Barrier::new(SHARED_FROM_THREADS + 1));
-        let threads = (0..SHARED_FROM_THREADS)
-            .map(|i| {
-                let hold = hold.clone();
-                std::thread::spawn(move || {
-                    let b = Box::new([i as u8; 40]);
-                    hold.wait();
-                    assert_eq!(b[39], i as u8);
-                })
-            })
-            .collect();
-        Idle { hold, threads }
-    }
-
-    fn finish(self) {
-        self.hold.wait();
-        for t in self.threads {
-            t.join().expect("idle thread");
-        }
-    }
+/// Makes the calling thread take a heap of its own: more allocations than a thread makes
+/// without one.
+fn take_a_heap() {
+    let warm: Vec<Box<u64>> = (0..=u64::from(HEAPLESS_FIRST)).map(Box::new).collect();
+    assert_eq!(*warm[1], 1);
 }
 
 #[test]
 fn a_threads_first_blocks_of_a_class_share_spans_and_go_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if std::env::var_os("SPECALLOC_BACKGROUND_PURGE_MS").is_some() {
         eprintln!("skipped: SPECALLOC_BACKGROUND_PURGE_MS is set (the default is tested)");
         return;
     }
-    // Enough threads with a heap, besides this one, alive throughout.
+    // Enough threads that allocate, besides this one, alive throughout.
     let idle = Idle::start();
     let before = spans();
     let first = SHARED_FIRST as usize;
@@ -87,6 +71,7 @@ fn a_threads_first_blocks_of_a_class_share_spans_and_go_back() {
             let (allocated, go_on, more, done) =
                 (allocated.clone(), go_on.clone(), more.clone(), done.clone());
             std::thread::spawn(move || {
+                take_a_heap();
                 let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(first + 1);
                 for _ in 0..first {
                     blocks.push(vec![t as u8; SIZE]);
@@ -139,41 +124,6 @@ fn a_threads_first_blocks_of_a_class_share_spans_and_go_back() {
     idle.finish();
 }
 
-#[test]
-fn freeing_its_first_blocks_writes_no_outbox() {
-    let idle = Idle::start();
-    // Sizes of as many classes (none of them the other test's).
-    let sizes = [24, 56, 120, 248, 504, 1016, 2040, 4088];
-    let first = SHARED_FIRST as usize;
-    assert!(
-        sizes.len() * first > DIRECT_FREES as usize,
-        "the frees must outnumber a heap's direct frees to tell"
-    );
-    let (heap, size, pages) = std::thread::spawn(move || {
-        let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(64);
-        for &n in &sizes {
-            for _ in 0..first {
-                blocks.push(vec![5u8; n]);
-            }
-        }
-        assert!(blocks.iter().all(|b| b[b.len() - 1] == 5));
-        drop(blocks);
-        let (heap, size) = thread_heap();
-        (heap, size, written_pages(heap, size))
-    })
-    .join()
-    .expect("measuring thread");
-    assert!(pages[0], "the thread did not write its heap's first page");
-    let written: Vec<usize> = (1..pages.len()).filter(|&i| pages[i]).collect();
-    assert!(
-        written.is_empty(),
-        "freeing {} first blocks, the thread wrote pages {written:?} of its heap at {heap:#x} \
-         ({size} bytes), beyond the first",
-        sizes.len() * first
-    );
-    idle.finish();
-}
-
 /// Rounds of [`first_blocks_freed_while_the_shared_heap_is_handed_on`].
 const ROUNDS: usize = 6;
 
@@ -185,6 +135,7 @@ const ROUNDS: usize = 6;
 /// hold what its thread wrote until it is freed.
 #[test]
 fn first_blocks_freed_while_the_shared_heap_is_handed_on() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let idle = Idle::start();
     let sizes = [40, 72, 136, 264, 520, 1032];
     let first = SHARED_FIRST as usize;
@@ -239,5 +190,86 @@ fn first_blocks_freed_while_the_shared_heap_is_handed_on() {
             .sum();
         assert_eq!(freed, 16 * sizes.len() * first);
     }
+    idle.finish();
+}
+
+/// Threads that allocate a few blocks, while many threads allocate, have no heap: the shared
+/// heap serves them, and they count among the threads that allocate until they exit. Once a
+/// thread has made more than `HEAPLESS_FIRST` allocations and frees, it has a heap of its own.
+#[test]
+fn threads_that_allocate_a_few_blocks_have_no_heap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let idle = Idle::start();
+    let (heaps, heapless) = allocating_threads();
+    let before = heaps + heapless;
+    assert!(
+        before > SHARED_FROM_THREADS,
+        "{heaps} threads with a heap, {heapless} without"
+    );
+    let allocated = Arc::new(Barrier::new(THREADS + 1));
+    let go_on = Arc::new(Barrier::new(THREADS + 1));
+    let more = Arc::new(Barrier::new(THREADS + 1));
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (allocated, go_on, more, done) =
+                (allocated.clone(), go_on.clone(), more.clone(), done.clone());
+            std::thread::spawn(move || {
+                let few: Vec<Box<[u8; 200]>> = (0..4).map(|_| Box::new([t as u8; 200])).collect();
+                allocated.wait();
+                go_on.wait();
+                let many: Vec<Box<[u8; 72]>> = (0..=HEAPLESS_FIRST)
+                    .map(|_| Box::new([t as u8; 72]))
+                    .collect();
+                more.wait();
+                done.wait();
+                assert!(few.iter().all(|b| b[199] == t as u8));
+                assert!(many.iter().all(|b| b[71] == t as u8));
+            })
+        })
+        .collect();
+    allocated.wait();
+    let (with, without) = allocating_threads();
+    // A thread that finds the shared heap's lock taken takes a heap instead (it never waits
+    // for it): a quarter of them at most here.
+    assert!(
+        with <= heaps + THREADS / 4,
+        "{THREADS} threads with 4 blocks each: {with} threads with a heap ({heaps} before)"
+    );
+    assert_eq!(
+        with + without,
+        before + THREADS,
+        "every thread that allocated counts"
+    );
+    go_on.wait();
+    more.wait();
+    let (with, without) = allocating_threads();
+    assert_eq!(
+        (with, without),
+        (heaps + THREADS, heapless),
+        "after {} allocations more, every thread has a heap",
+        HEAPLESS_FIRST + 1
+    );
+    done.wait();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    assert_eq!(
+        allocating_threads(),
+        (heaps, heapless),
+        "exited threads count no longer"
+    );
+    // And threads that exit without a heap count no longer either.
+    let few: Vec<_> = (0..THREADS)
+        .map(|t| std::thread::spawn(move || Box::new([t as u8; 200])[199]))
+        .collect();
+    for (t, w) in few.into_iter().enumerate() {
+        assert_eq!(w.join().expect("worker"), t as u8);
+    }
+    assert_eq!(
+        allocating_threads(),
+        (heaps, heapless),
+        "exited threads count no longer"
+    );
     idle.finish();
 }

@@ -136,7 +136,8 @@ mod stats;
 #[doc(hidden)]
 pub mod test_hooks {
     pub use crate::heap::{
-        hold_lock, thread_heap, DIRECT_FREES, SHARED_FIRST, SHARED_FROM_THREADS,
+        allocating_threads, hold_lock, thread_heap, DIRECT_FREES, HEAPLESS_FIRST, SHARED_FIRST,
+        SHARED_FROM_THREADS,
     };
     pub use crate::hooks::*;
 }

@@ -2,7 +2,10 @@
 
 #![allow(dead_code)]
 
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+
+use specalloc_runtime::test_hooks::SHARED_FROM_THREADS;
 
 /// xorshift64*: deterministic and allocation-free.
 pub struct Rng(u64);
@@ -200,4 +203,40 @@ pub fn written_pages(start: usize, len: usize) -> Vec<bool> {
             v & PRESENT != 0 && v & EXCLUSIVE != 0
         })
         .collect()
+}
+
+/// `SHARED_FROM_THREADS` threads that allocated, alive until [`Idle::finish`]: enough threads
+/// that allocate for a thread's first allocations to come from the shared heap.
+pub struct Idle {
+    hold: Arc<Barrier>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Idle {
+    /// Starts the threads and waits until each has allocated.
+    pub fn start() -> Idle {
+        let hold = Arc::new(Barrier::new(SHARED_FROM_THREADS + 1));
+        let threads = (0..SHARED_FROM_THREADS)
+            .map(|i| {
+                let hold = hold.clone();
+                std::thread::spawn(move || {
+                    let b = Box::new([i as u8; 40]);
+                    // Allocated; then wait for `finish`.
+                    hold.wait();
+                    hold.wait();
+                    assert_eq!(b[39], i as u8);
+                })
+            })
+            .collect();
+        hold.wait();
+        Idle { hold, threads }
+    }
+
+    /// Lets the threads go and joins them.
+    pub fn finish(self) {
+        self.hold.wait();
+        for t in self.threads {
+            t.join().expect("idle thread");
+        }
+    }
 }

@@ -6,10 +6,13 @@
 //! thread's first blocks of a class while many threads have a heap.
 
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, Ordering};
 
 use super::abandon::{abandon, give_back_shared};
 use super::central::CENTRAL;
+use super::key::{
+    active_heaps, heapless_turn, thread_key, Key, ACTIVE, HEAPLESS, KEY, KEY_LOCK, LOADED,
+};
 use super::outbox::publish_outboxes;
 use super::slow::alloc_shared_from;
 use super::threads::ThreadIndex;
@@ -53,12 +56,22 @@ pub(crate) fn heaps_made() -> usize {
     HEAPS.lock().made
 }
 
-/// Threads with a heap of their own now.
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// A thread's first allocations, before it has a heap, from the shared heap (if its lock is
+/// free, see [`try_alloc_shared`]) while many threads allocate (see `key::heapless_turn`): a thread
+/// that allocates a few blocks (a thread per connection, which allocates a few and blocks)
+/// never writes a heap of its own, a page. `None`: the caller gives the thread a heap.
+pub(super) fn alloc_heapless(class: usize, size: usize, zeroed: bool) -> Option<*mut u8> {
+    if !heapless_turn(thread_exit) {
+        return None;
+    }
+    try_alloc_shared(class, size, zeroed)
+}
 
-/// Threads with a heap of their own now (the background trimmer's thread has none).
-pub(crate) fn active_heaps() -> usize {
-    ACTIVE.load(Ordering::Relaxed)
+/// Whether a free by this thread, which has no heap, is counted in the shared counters rather
+/// than in a heap made for it (see `key::heapless_turn`; a new thread frees the closure it was
+/// started with before it allocates).
+pub(super) fn free_heapless() -> bool {
+    heapless_turn(thread_exit)
 }
 
 /// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
@@ -179,6 +192,10 @@ fn forget_other_threads() {
     // The other threads' heaps stay marked active (nothing tears them down): the trimmer gives
     // back what they hold, but they count no longer.
     ACTIVE.store(active, Ordering::Relaxed);
+    HEAPLESS.store(
+        usize::from(tls::locals().heapless.get() != 0),
+        Ordering::Relaxed,
+    );
     let mut h = pool.free;
     while !h.is_null() {
         // SAFETY: pooled heaps are live registry members, linked under the pool's lock.
@@ -211,7 +228,7 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     // Keeps the constructor that registers the fork handlers linked in wherever heaps are made
     // (the linker takes an object of a static library only when something refers to it).
     core::hint::black_box(&ON_LOAD);
-    let key = match thread_key() {
+    let key = match thread_key(thread_exit) {
         Key::Made(k) => k,
         Key::NotYet => return Err(NoHeap::Shared),
         Key::None => {
@@ -229,8 +246,14 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     for n in &hr.shared_allocs {
         n.set(0);
     }
+    let locals = tls::locals();
+    if locals.heapless.get() != 0 {
+        // Counted as a thread without a heap until now.
+        locals.heapless.set(0);
+        HEAPLESS.fetch_sub(1, Ordering::Relaxed);
+    }
     let active = ACTIVE.fetch_add(1, Ordering::Relaxed) + 1;
-    tls::locals().heap.set(h);
+    locals.heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
     // The heap is this thread's now: the trimmer's thread, whose creation allocates, may start.
@@ -302,60 +325,6 @@ fn trim_shared() {
     }
 }
 
-/// The thread-exit key plus one (0: not made yet).
-static KEY: AtomicUsize = AtomicUsize::new(0);
-/// Held while the key is made (only around `pthread_key_create`, which does not allocate).
-static KEY_LOCK: SpinLock<()> = SpinLock::new(());
-
-/// What [`thread_key`] found.
-enum Key {
-    /// The key.
-    Made(os::ThreadKey),
-    /// Not yet: the image is being kept loaded ([`os::pin_image`]) by another thread, or by a
-    /// call this thread is making.
-    NotYet,
-    /// None to be had: the system has no key left, or this image cannot be kept loaded.
-    None,
-}
-
-/// The pthread key whose destructor tears a thread's heap down (created when the runtime is
-/// loaded, or on first use if that comes first; after [`os::pin_image`]). A thread that finds
-/// no key left (the program used up the system's keys before either) does without; each new
-/// thread tries again.
-fn thread_key() -> Key {
-    let k = KEY.load(Ordering::Acquire);
-    if k != 0 {
-        return Key::Made((k - 1) as os::ThreadKey);
-    }
-    // Before a key's destructor points into this image, the image is kept loaded: a `dlclose`
-    // of a library that holds the runtime must not unmap it (this may allocate, which comes
-    // back here and finds the work in progress). Not before this image's constructor has
-    // started: until then nothing can unload it (it is still being loaded), the constructor
-    // keeps it loaded, and asking the loader now would run the constructor from inside this
-    // allocation (`dlopen` runs an object's pending constructors), which may be made by
-    // `pthread_atfork` under the C library's lock of its handlers, which the constructor's own
-    // `pthread_atfork` would then wait for.
-    if LOADED.load(Ordering::Acquire) {
-        match os::pin_image() {
-            Ok(true) => {}
-            Ok(false) => return Key::NotYet,
-            Err(()) => return Key::None,
-        }
-    }
-    let _g = KEY_LOCK.lock();
-    let k = KEY.load(Ordering::Acquire);
-    if k != 0 {
-        return Key::Made((k - 1) as os::ThreadKey);
-    }
-    match os::thread_key_create(thread_exit) {
-        Some(key) => {
-            KEY.store(key as usize + 1, Ordering::Release);
-            Key::Made(key)
-        }
-        None => Key::None,
-    }
-}
-
 /// Runs when the program or library that holds the runtime is loaded (a constructor):
 ///
 /// - registers the `fork` handlers; from here, never from an allocation: the C library grows
@@ -386,11 +355,8 @@ extern "C" fn on_load() {
         );
     }
     // None left already: threads are served by the shared heap (and try again).
-    let _ = thread_key();
+    let _ = thread_key(thread_exit);
 }
-
-/// Set when [`on_load`] starts (see [`thread_key`]).
-static LOADED: AtomicBool = AtomicBool::new(false);
 
 /// Runs [`on_load`] before `main` (and, in a shared library, when it is loaded).
 #[used]
@@ -557,11 +523,20 @@ extern "C" fn fork_child() {
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.
 ///
 /// # Safety
-/// Called only by the C library at thread exit, with the value [`init_heap`] set: the exiting
-/// thread's heap.
+/// Called only by the C library at thread exit, with the value [`init_heap`] set (the exiting
+/// thread's heap) or the one [`alloc_heapless`] set (the sentinel heap).
 unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     let h = arg as *mut Heap;
     if h.is_null() {
+        return;
+    }
+    let locals = tls::locals();
+    if h == empty_heap() {
+        // A thread the shared heap served without a heap of its own (`alloc_heapless`): what
+        // it still allocates, the shared heap serves as it serves an exited thread.
+        locals.exited.set(true);
+        locals.heapless.set(0);
+        HEAPLESS.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     // SAFETY: `h` is this thread's live heap.
@@ -569,7 +544,6 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     // First, while the heap is still this thread's: the frees it gathered for other spans.
     // SAFETY: as above.
     publish_outboxes(unsafe { &*h });
-    let locals = tls::locals();
     locals.exited.set(true);
     if locals.heap.get() == h {
         locals.heap.set(empty_heap());

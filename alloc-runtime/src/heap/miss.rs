@@ -10,7 +10,7 @@ use core::sync::atomic::Ordering;
 use super::outbox::{free_batched, free_now, free_other};
 use super::slow::{alloc_from, free_to_parked};
 use super::tls::current_heap;
-use super::{central, empty_heap, inc, lifecycle, Heap};
+use super::{central, empty_heap, inc, key, lifecycle, Heap};
 use crate::remote;
 use crate::span::{empty_span, span_blocks, Span, OWNER_FULL, TINY_CLASS};
 use crate::stats;
@@ -26,6 +26,9 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
         if lifecycle::exited() {
             // A destructor running after this thread's heap was torn down.
             return lifecycle::alloc_shared(class, size, zeroed);
+        }
+        if let Some(p) = lifecycle::alloc_heapless(class, size, zeroed) {
+            return p;
         }
         heap = match lifecycle::init_heap() {
             Ok(h) => h,
@@ -48,14 +51,10 @@ pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// Allocations of a class a thread takes from the shared heap before a span of its own.
 pub const SHARED_FIRST: u8 = 4;
 
-/// Threads with a heap from which a thread's first allocations of a class come from the shared
-/// heap.
-pub const SHARED_FROM_THREADS: usize = 8;
-
 /// Whether this allocation of `class` comes from the shared heap rather than a span of `h`'s
 /// (if its lock is free, see `lifecycle::try_alloc_shared`): one of the first [`SHARED_FIRST`]
-/// of the class by `h`'s thread, which has no span of it, while [`SHARED_FROM_THREADS`]
-/// threads or more have a heap. Each span a thread takes touches
+/// of the class by `h`'s thread, which has no span of it, while `key::SHARED_FROM_THREADS`
+/// threads or more allocate. Each span a thread takes touches
 /// a page of its own; a thread that allocates a few blocks in a class (the four of a thread per
 /// connection) would hold a page per class, where the shared heap packs every thread's first
 /// blocks together. Below that many threads the shared heap's own page per class would cost
@@ -68,10 +67,7 @@ fn shared_first(h: &Heap, class: usize) -> bool {
         return false;
     }
     let n = h.shared_allocs[class].get();
-    if n >= SHARED_FIRST
-        || !cc.partial.is_empty()
-        || lifecycle::active_heaps() < SHARED_FROM_THREADS
-    {
+    if n >= SHARED_FIRST || !cc.partial.is_empty() || !key::many_threads() {
         return false;
     }
     h.shared_allocs[class].set(n + 1);
@@ -230,12 +226,13 @@ fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
 /// A heap for a thread that frees before it ever allocated (a consumer that only frees what
 /// others made): made on its first free, so that its frees are counted in counters of its own
 /// rather than in the shared ones every such thread would write. Null for a thread whose heap
-/// is already torn down (a destructor running after ours), or when no heap can be made: those
-/// rare frees are counted in the shared counters.
+/// is already torn down (a destructor running after ours), for the first frees of a thread
+/// while many threads allocate (`lifecycle::free_heapless`), or when no heap can be made:
+/// those frees are counted in the shared counters.
 #[cold]
 #[inline(never)]
 fn counting_heap() -> *mut Heap {
-    if lifecycle::exited() {
+    if lifecycle::exited() || lifecycle::free_heapless() {
         return ptr::null_mut();
     }
     lifecycle::init_heap().unwrap_or(ptr::null_mut())

@@ -42,6 +42,10 @@ pub(super) struct ThreadLocals {
     /// destructor that runs after ours), or it can have none (no thread-exit key could be had):
     /// the shared heap serves it.
     pub(super) exited: Cell<bool>,
+    /// While the thread has no heap: 0 until it is counted among the threads that allocate
+    /// (`lifecycle::heapless_first`), then one more than the allocations the shared heap served
+    /// it.
+    pub(super) heapless: Cell<u8>,
 }
 
 /// The symbol of the thread-local block (the assembly `imp` below), with this crate's version
@@ -72,16 +76,18 @@ pub(crate) use tls_block_symbol;
 mod imp {
     use super::{ThreadLocals, EMPTY_HEAP};
 
-    // The layout the assembly below writes: two pointers, then the flag.
+    // The layout the assembly below writes: two pointers, then the flag and the count (both
+    // zero in the last word).
     const _: () = {
         assert!(core::mem::offset_of!(ThreadLocals, heap) == 0);
         assert!(core::mem::offset_of!(ThreadLocals, spec_heap) == 8);
         assert!(core::mem::offset_of!(ThreadLocals, exited) == 16);
+        assert!(core::mem::offset_of!(ThreadLocals, heapless) == 17);
         assert!(core::mem::size_of::<ThreadLocals>() == 24);
         assert!(core::mem::align_of::<ThreadLocals>() == 8);
     };
 
-    // The block's initial image: both heaps the sentinel, not exited. Hidden, so that each
+    // The block's initial image: both heaps the sentinel, not exited, not counted. Hidden, so that each
     // linked image (an executable, a shared library with its own copy of the runtime) has its
     // own, and no other image can interpose it.
     core::arch::global_asm!(
@@ -184,6 +190,7 @@ mod imp {
                 heap: Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap),
                 spec_heap: Cell::new(&EMPTY_HEAP.0 as *const Heap as *mut Heap),
                 exited: Cell::new(false),
+                heapless: Cell::new(0),
             }
         };
     }

@@ -1,0 +1,122 @@
+//! The threads that allocate: the thread-exit key (the pthread key whose destructor,
+//! `lifecycle::thread_exit`, tears a thread's heap down), made once per process, after the
+//! image is kept loaded; and the counts of threads with a heap and of those without one.
+
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::{empty_heap, tls};
+use crate::lock::SpinLock;
+use crate::os;
+
+/// Set when the image's constructor (`lifecycle::on_load`) starts (see [`thread_key`]).
+pub(super) static LOADED: AtomicBool = AtomicBool::new(false);
+
+/// The thread-exit key plus one (0: not made yet).
+pub(super) static KEY: AtomicUsize = AtomicUsize::new(0);
+/// Held while the key is made (only around `pthread_key_create`, which does not allocate).
+pub(super) static KEY_LOCK: SpinLock<()> = SpinLock::new(());
+
+/// What [`thread_key`] found.
+pub(super) enum Key {
+    /// The key.
+    Made(os::ThreadKey),
+    /// Not yet: the image is being kept loaded ([`os::pin_image`]) by another thread, or by a
+    /// call this thread is making.
+    NotYet,
+    /// None to be had: the system has no key left, or this image cannot be kept loaded.
+    None,
+}
+
+/// The pthread key whose destructor, `exit`, tears a thread's heap down (created when the
+/// runtime is loaded, or on first use if that comes first; after [`os::pin_image`]). A thread that finds
+/// no key left (the program used up the system's keys before either) does without; each new
+/// thread tries again.
+pub(super) fn thread_key(exit: os::ThreadDtor) -> Key {
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Key::Made((k - 1) as os::ThreadKey);
+    }
+    // Before a key's destructor points into this image, the image is kept loaded: a `dlclose`
+    // of a library that holds the runtime must not unmap it (this may allocate, which comes
+    // back here and finds the work in progress). Not before this image's constructor has
+    // started: until then nothing can unload it (it is still being loaded), the constructor
+    // keeps it loaded, and asking the loader now would run the constructor from inside this
+    // allocation (`dlopen` runs an object's pending constructors), which may be made by
+    // `pthread_atfork` under the C library's lock of its handlers, which the constructor's own
+    // `pthread_atfork` would then wait for.
+    if LOADED.load(Ordering::Acquire) {
+        match os::pin_image() {
+            Ok(true) => {}
+            Ok(false) => return Key::NotYet,
+            Err(()) => return Key::None,
+        }
+    }
+    let _g = KEY_LOCK.lock();
+    let k = KEY.load(Ordering::Acquire);
+    if k != 0 {
+        return Key::Made((k - 1) as os::ThreadKey);
+    }
+    match os::thread_key_create(exit) {
+        Some(key) => {
+            KEY.store(key as usize + 1, Ordering::Release);
+            Key::Made(key)
+        }
+        None => Key::None,
+    }
+}
+
+/// Threads with a heap of their own now.
+pub(super) static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads with a heap of their own now (the background trimmer's thread has none).
+pub(super) fn active_heaps() -> usize {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Threads that the shared heap serves while they have no heap of their own
+/// (`lifecycle::alloc_heapless`), counted until they exit or take a heap.
+pub(super) static HEAPLESS: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads that allocate (with a heap of their own, or served by the shared heap without one,
+/// see `lifecycle::alloc_heapless`) from which threads take their first allocations from the shared heap.
+pub const SHARED_FROM_THREADS: usize = 8;
+
+/// Whether [`SHARED_FROM_THREADS`] threads or more allocate now.
+pub(super) fn many_threads() -> bool {
+    ACTIVE.load(Ordering::Relaxed) + HEAPLESS.load(Ordering::Relaxed) >= SHARED_FROM_THREADS
+}
+
+/// Allocations and frees a thread makes without a heap of its own, while many threads allocate,
+/// before it takes one (see `lifecycle::alloc_heapless`).
+pub const HEAPLESS_FIRST: u8 = 16;
+
+/// Whether this thread, which has no heap, makes its next allocation or free without one: one
+/// of its first [`HEAPLESS_FIRST`] while [`SHARED_FROM_THREADS`] threads or more allocate. The
+/// thread is counted among those that allocate from its first such call until it exits (its
+/// key's destructor, `exit`, which the sentinel heap as the key's value makes run, counts it
+/// out) or takes a heap.
+pub(super) fn heapless_turn(exit: os::ThreadDtor) -> bool {
+    let locals = tls::locals();
+    let n = locals.heapless.get();
+    if n > HEAPLESS_FIRST || !many_threads() {
+        return false;
+    }
+    if n == 0 {
+        let Key::Made(key) = thread_key(exit) else {
+            return false;
+        };
+        os::thread_key_set(key, empty_heap().cast());
+        HEAPLESS.fetch_add(1, Ordering::Relaxed);
+    }
+    locals.heapless.set(n + 1);
+    true
+}
+
+/// Threads that allocate now: with a heap of their own, and without (test hooks).
+#[cfg(feature = "test-hooks")]
+pub fn allocating_threads() -> (usize, usize) {
+    (
+        ACTIVE.load(Ordering::Relaxed),
+        HEAPLESS.load(Ordering::Relaxed),
+    )
+}
