@@ -4,8 +4,8 @@
 //! calls [`in_delivery`]; the public `test_hooks` module of the crate root re-exports this,
 //! the heap's `hold_lock`, and, for the tests of what a thread writes of its heap and of its
 //! outboxes, `thread_heap` (where the calling thread's heap is) and `DIRECT_FREES`, and for
-//! the tests of a thread's first allocations, `SHARED_FIRST`, `HEAPLESS_FIRST`,
-//! `SHARED_FROM_THREADS` and `allocating_threads`.
+//! the tests of a thread's first allocations, `SHARED_FIRST`, `HEAPLESS_FIRST` and
+//! `SHARED_FROM_THREADS`.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;

@@ -136,8 +136,7 @@ mod stats;
 #[doc(hidden)]
 pub mod test_hooks {
     pub use crate::heap::{
-        allocating_threads, hold_lock, thread_heap, DIRECT_FREES, HEAPLESS_FIRST, SHARED_FIRST,
-        SHARED_FROM_THREADS,
+        hold_lock, thread_heap, DIRECT_FREES, HEAPLESS_FIRST, SHARED_FIRST, SHARED_FROM_THREADS,
     };
     pub use crate::hooks::*;
 }

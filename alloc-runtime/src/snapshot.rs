@@ -66,7 +66,8 @@ pub struct Stats {
     pub remote_frees: u64,
     /// Objects allocated and not yet freed (small and large).
     pub live_objects: u64,
-    /// Threads with a heap right now.
+    /// Threads with a heap right now. While 8 or more threads have one, a thread that has made
+    /// 16 allocations and frees or fewer has none (a shared heap serves it), and is not counted.
     pub threads: usize,
     /// Live large objects (above 32 KiB or over-aligned).
     pub large_objects: u64,

@@ -205,8 +205,9 @@ pub fn written_pages(start: usize, len: usize) -> Vec<bool> {
         .collect()
 }
 
-/// `SHARED_FROM_THREADS` threads that allocated, alive until [`Idle::finish`]: enough threads
-/// that allocate for a thread's first allocations to come from the shared heap.
+/// `SHARED_FROM_THREADS` threads that allocated, alive until [`Idle::finish`]: with them, at
+/// least that many threads have a heap (a thread takes one while fewer do), so that a thread's
+/// first allocations come from the shared heap.
 pub struct Idle {
     hold: Arc<Barrier>,
     threads: Vec<std::thread::JoinHandle<()>>,

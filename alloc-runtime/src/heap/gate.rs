@@ -148,6 +148,10 @@ fn alloc_slow_spec(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 /// sends the caller to the std code it stands for. The thread's routine heap stays the sentinel
 /// then, so each call asks again; only a direct call of a routine gets here without the mark,
 /// because the entry points read the mark themselves first.
+///
+/// A thread's first routine call gives it a heap at once, even while many threads have one:
+/// only the generic path serves a thread's first few calls without a heap
+/// (`lifecycle::alloc_heapless`), and a routine's hit reads the heap this sets.
 #[cold]
 #[inline(never)]
 fn ensure_spec_heap() -> bool {

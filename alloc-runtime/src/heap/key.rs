@@ -1,10 +1,11 @@
 //! The threads that allocate: the thread-exit key (the pthread key whose destructor,
 //! `lifecycle::thread_exit`, tears a thread's heap down), made once per process, after the
-//! image is kept loaded; and the counts of threads with a heap and of those without one.
+//! image is kept loaded; the count of threads with a heap; and whether a thread without one
+//! makes its next call without one.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::{empty_heap, tls};
+use super::tls;
 use crate::lock::SpinLock;
 use crate::os;
 
@@ -73,50 +74,34 @@ pub(super) fn active_heaps() -> usize {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Threads that the shared heap serves while they have no heap of their own
-/// (`lifecycle::alloc_heapless`), counted until they exit or take a heap.
-pub(super) static HEAPLESS: AtomicUsize = AtomicUsize::new(0);
-
-/// Threads that allocate (with a heap of their own, or served by the shared heap without one,
-/// see `lifecycle::alloc_heapless`) from which threads take their first allocations from the shared heap.
+/// Threads with a heap from which threads take their first allocations from the shared heap:
+/// before they have a heap (`lifecycle::alloc_heapless`), and of a class they have no span of
+/// (`miss::shared_first`).
 pub const SHARED_FROM_THREADS: usize = 8;
 
-/// Whether [`SHARED_FROM_THREADS`] threads or more allocate now.
+/// Whether [`SHARED_FROM_THREADS`] threads or more have a heap now.
+///
+/// Threads without a heap do not count, so no count has to be taken back at their exit (a
+/// thread whose first allocation is made in the C library's last round of thread-exit
+/// destructors would never have it taken back). The count regulates itself: while fewer threads
+/// have a heap, every new thread takes one.
 pub(super) fn many_threads() -> bool {
-    ACTIVE.load(Ordering::Relaxed) + HEAPLESS.load(Ordering::Relaxed) >= SHARED_FROM_THREADS
+    ACTIVE.load(Ordering::Relaxed) >= SHARED_FROM_THREADS
 }
 
-/// Allocations and frees a thread makes without a heap of its own, while many threads allocate,
-/// before it takes one (see `lifecycle::alloc_heapless`).
+/// Allocations and frees a thread makes without a heap of its own, while many threads have
+/// one, before it takes one (see `lifecycle::alloc_heapless`).
 pub const HEAPLESS_FIRST: u8 = 16;
 
 /// Whether this thread, which has no heap, makes its next allocation or free without one: one
-/// of its first [`HEAPLESS_FIRST`] while [`SHARED_FROM_THREADS`] threads or more allocate. The
-/// thread is counted among those that allocate from its first such call until it exits (its
-/// key's destructor, `exit`, which the sentinel heap as the key's value makes run, counts it
-/// out) or takes a heap.
-pub(super) fn heapless_turn(exit: os::ThreadDtor) -> bool {
+/// of its first [`HEAPLESS_FIRST`] while [`SHARED_FROM_THREADS`] threads or more have a heap.
+/// Nothing else records the thread: it needs no exit hook until it takes a heap.
+pub(super) fn heapless_turn() -> bool {
     let locals = tls::locals();
     let n = locals.heapless.get();
-    if n > HEAPLESS_FIRST || !many_threads() {
+    if n >= HEAPLESS_FIRST || !many_threads() {
         return false;
-    }
-    if n == 0 {
-        let Key::Made(key) = thread_key(exit) else {
-            return false;
-        };
-        os::thread_key_set(key, empty_heap().cast());
-        HEAPLESS.fetch_add(1, Ordering::Relaxed);
     }
     locals.heapless.set(n + 1);
     true
-}
-
-/// Threads that allocate now: with a heap of their own, and without (test hooks).
-#[cfg(feature = "test-hooks")]
-pub fn allocating_threads() -> (usize, usize) {
-    (
-        ACTIVE.load(Ordering::Relaxed),
-        HEAPLESS.load(Ordering::Relaxed),
-    )
 }

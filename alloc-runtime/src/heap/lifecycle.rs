@@ -1,18 +1,17 @@
-//! A heap's life: made on a thread's first slow-path allocation (taken from a pool of unused
-//! heaps, or carved from a metadata mapping), torn down by a pthread-key destructor when the
-//! thread exits (its spans abandoned: empty ones to the page heap, the others to the central
-//! pools), and put back in the pool. Also the `fork` handlers, and the shared heap that serves
-//! a thread whose heap is already torn down (a destructor that allocates after ours) and every
-//! thread's first blocks of a class while many threads have a heap.
+//! A heap's life: made on a thread's first slow-path allocation (or, while many threads have
+//! a heap, on its first call after its first few), taken from a pool of unused heaps or carved
+//! from a metadata mapping; torn down by a pthread-key destructor when the thread exits (its
+//! spans abandoned: empty ones to the page heap, the others to the central pools), and put back
+//! in the pool. Also the `fork` handlers, and the shared heap that serves a thread whose heap is
+//! already torn down (a destructor that allocates after ours), and, while many threads have a
+//! heap, every thread's first allocations and its first blocks of a class.
 
 use core::ptr;
 use core::sync::atomic::{AtomicI32, Ordering};
 
 use super::abandon::{abandon, give_back_shared};
 use super::central::CENTRAL;
-use super::key::{
-    active_heaps, heapless_turn, thread_key, Key, ACTIVE, HEAPLESS, KEY, KEY_LOCK, LOADED,
-};
+use super::key::{active_heaps, heapless_turn, thread_key, Key, ACTIVE, KEY, KEY_LOCK, LOADED};
 use super::outbox::publish_outboxes;
 use super::slow::alloc_shared_from;
 use super::threads::ThreadIndex;
@@ -57,11 +56,11 @@ pub(crate) fn heaps_made() -> usize {
 }
 
 /// A thread's first allocations, before it has a heap, from the shared heap (if its lock is
-/// free, see [`try_alloc_shared`]) while many threads allocate (see `key::heapless_turn`): a thread
-/// that allocates a few blocks (a thread per connection, which allocates a few and blocks)
-/// never writes a heap of its own, a page. `None`: the caller gives the thread a heap.
+/// free, see [`try_alloc_shared`]) while many threads have a heap (see `key::heapless_turn`): a
+/// thread that allocates a few blocks (a thread per connection, which allocates a few and
+/// blocks) never writes a heap of its own, a page. `None`: the caller gives the thread a heap.
 pub(super) fn alloc_heapless(class: usize, size: usize, zeroed: bool) -> Option<*mut u8> {
-    if !heapless_turn(thread_exit) {
+    if !heapless_turn() {
         return None;
     }
     try_alloc_shared(class, size, zeroed)
@@ -71,7 +70,7 @@ pub(super) fn alloc_heapless(class: usize, size: usize, zeroed: bool) -> Option<
 /// than in a heap made for it (see `key::heapless_turn`; a new thread frees the closure it was
 /// started with before it allocates).
 pub(super) fn free_heapless() -> bool {
-    heapless_turn(thread_exit)
+    heapless_turn()
 }
 
 /// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
@@ -192,10 +191,6 @@ fn forget_other_threads() {
     // The other threads' heaps stay marked active (nothing tears them down): the trimmer gives
     // back what they hold, but they count no longer.
     ACTIVE.store(active, Ordering::Relaxed);
-    HEAPLESS.store(
-        usize::from(tls::locals().heapless.get() != 0),
-        Ordering::Relaxed,
-    );
     let mut h = pool.free;
     while !h.is_null() {
         // SAFETY: pooled heaps are live registry members, linked under the pool's lock.
@@ -246,14 +241,8 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     for n in &hr.shared_allocs {
         n.set(0);
     }
-    let locals = tls::locals();
-    if locals.heapless.get() != 0 {
-        // Counted as a thread without a heap until now.
-        locals.heapless.set(0);
-        HEAPLESS.fetch_sub(1, Ordering::Relaxed);
-    }
     let active = ACTIVE.fetch_add(1, Ordering::Relaxed) + 1;
-    locals.heap.set(h);
+    tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
     // The heap is this thread's now: the trimmer's thread, whose creation allocates, may start.
@@ -523,20 +512,11 @@ extern "C" fn fork_child() {
 /// pthread-key destructor: runs after the thread's Rust thread-local destructors.
 ///
 /// # Safety
-/// Called only by the C library at thread exit, with the value [`init_heap`] set (the exiting
-/// thread's heap) or the one [`alloc_heapless`] set (the sentinel heap).
+/// Called only by the C library at thread exit, with the value [`init_heap`] set: the exiting
+/// thread's heap.
 unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     let h = arg as *mut Heap;
     if h.is_null() {
-        return;
-    }
-    let locals = tls::locals();
-    if h == empty_heap() {
-        // A thread the shared heap served without a heap of its own (`alloc_heapless`): what
-        // it still allocates, the shared heap serves as it serves an exited thread.
-        locals.exited.set(true);
-        locals.heapless.set(0);
-        HEAPLESS.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     // SAFETY: `h` is this thread's live heap.
@@ -544,6 +524,7 @@ unsafe extern "C" fn thread_exit(arg: *mut core::ffi::c_void) {
     // First, while the heap is still this thread's: the frees it gathered for other spans.
     // SAFETY: as above.
     publish_outboxes(unsafe { &*h });
+    let locals = tls::locals();
     locals.exited.set(true);
     if locals.heap.get() == h {
         locals.heap.set(empty_heap());

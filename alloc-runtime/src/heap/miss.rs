@@ -16,8 +16,9 @@ use crate::span::{empty_span, span_blocks, Span, OWNER_FULL, TINY_CLASS};
 use crate::stats;
 
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
-/// use) and allocates from it, or takes the block from the shared heap ([`shared_first`]);
-/// `size` bytes are cleared when `zeroed`. Null only when the OS refuses memory.
+/// use) and allocates from it, or takes the block from the shared heap: one of the thread's
+/// first allocations, before it has a heap (`lifecycle::alloc_heapless`), or of its first
+/// blocks of the class ([`shared_first`]); `size` bytes are cleared when `zeroed`. Null only when the OS refuses memory.
 #[cold]
 #[inline(never)]
 pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {
@@ -54,7 +55,7 @@ pub const SHARED_FIRST: u8 = 4;
 /// Whether this allocation of `class` comes from the shared heap rather than a span of `h`'s
 /// (if its lock is free, see `lifecycle::try_alloc_shared`): one of the first [`SHARED_FIRST`]
 /// of the class by `h`'s thread, which has no span of it, while `key::SHARED_FROM_THREADS`
-/// threads or more allocate. Each span a thread takes touches
+/// threads or more have a heap. Each span a thread takes touches
 /// a page of its own; a thread that allocates a few blocks in a class (the four of a thread per
 /// connection) would hold a page per class, where the shared heap packs every thread's first
 /// blocks together. Below that many threads the shared heap's own page per class would cost
@@ -227,7 +228,7 @@ fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
 /// others made): made on its first free, so that its frees are counted in counters of its own
 /// rather than in the shared ones every such thread would write. Null for a thread whose heap
 /// is already torn down (a destructor running after ours), for the first frees of a thread
-/// while many threads allocate (`lifecycle::free_heapless`), or when no heap can be made:
+/// while many threads have a heap (`lifecycle::free_heapless`), or when no heap can be made:
 /// those frees are counted in the shared counters.
 #[cold]
 #[inline(never)]

@@ -10,7 +10,7 @@
 //! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the shared heap |
-//! | `key.rs` | the thread-exit key; the counts of threads that allocate, with a heap or without |
+//! | `key.rs` | the thread-exit key; the count of threads with a heap; a thread's calls without one |
 //! | `threads.rs` | the index of heaps by the thread descriptor they record |
 //! | `abandon.rs` | a heap's spans handed on: at its thread's exit, the shared heap's when unused |
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |
@@ -44,7 +44,7 @@
 //!   request is armed once and left armed when the span comes back, so parking and unparking
 //!   take no atomic read-modify-write once a span has been parked before.
 //!
-//! While many threads allocate, a thread's first few allocations come from the *shared heap*,
+//! While many threads have a heap, a thread's first few allocations come from the *shared heap*,
 //! under its lock if that is free: before the thread has a heap (`lifecycle::alloc_heapless`),
 //! and then those of a class it has no span of (`miss::shared_first`), so that a thread that
 //! allocates a few blocks does not write a heap, nor take a span and a page per class, for them;
@@ -96,7 +96,7 @@ pub(crate) use fast::{
 pub(crate) use fast_asm::{take_tiny, take_wide};
 pub(crate) use gate::{alloc_small_spec, alloc_tiny_spec, miss, take_inline, take_with};
 #[cfg(feature = "test-hooks")]
-pub use key::{allocating_threads, HEAPLESS_FIRST, SHARED_FROM_THREADS};
+pub use key::{HEAPLESS_FIRST, SHARED_FROM_THREADS};
 #[cfg(feature = "test-hooks")]
 pub use lifecycle::hold_lock;
 pub(crate) use lifecycle::{all_heaps, heaps_made, next_heap};

@@ -42,9 +42,8 @@ pub(super) struct ThreadLocals {
     /// destructor that runs after ours), or it can have none (no thread-exit key could be had):
     /// the shared heap serves it.
     pub(super) exited: Cell<bool>,
-    /// While the thread has no heap: 0 until it is counted among the threads that allocate
-    /// (`lifecycle::heapless_first`), then one more than the allocations the shared heap served
-    /// it.
+    /// The allocations and frees this thread made without a heap of its own (see
+    /// `key::heapless_turn`).
     pub(super) heapless: Cell<u8>,
 }
 
@@ -87,7 +86,7 @@ mod imp {
         assert!(core::mem::align_of::<ThreadLocals>() == 8);
     };
 
-    // The block's initial image: both heaps the sentinel, not exited, not counted. Hidden, so that each
+    // The block's initial image: both heaps the sentinel, not exited, no call without a heap. Hidden, so that each
     // linked image (an executable, a shared library with its own copy of the runtime) has its
     // own, and no other image can interpose it.
     core::arch::global_asm!(
