@@ -4,7 +4,7 @@
 //! unannotated.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use specalloc::specialize;
 
@@ -12,12 +12,16 @@ use specalloc::specialize;
 /// through the global allocator).
 struct Counting;
 
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// The calls this thread made: the tests of this binary run in parallel threads, whose
+    /// allocations must not count in each other's.
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
 
 // SAFETY: delegates to `System`, which upholds the contract.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        ALLOCS.with(|n| n.set(n.get() + 1));
         // SAFETY: the caller's guarantees are passed on.
         unsafe { System.alloc(layout) }
     }
@@ -50,9 +54,9 @@ fn unannotated() -> (Box<[u64; 3]>, Vec<u32>, String, Vec<u8>) {
 }
 
 fn allocs_of<R>(f: impl Fn() -> R) -> (R, usize) {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = ALLOCS.with(Cell::get);
     let r = f();
-    (r, ALLOCS.load(Ordering::Relaxed) - before)
+    (r, ALLOCS.with(Cell::get) - before)
 }
 
 #[test]
