@@ -29,9 +29,9 @@ pub(super) enum Key {
 }
 
 /// The pthread key whose destructor, `exit`, tears a thread's heap down (created when the
-/// runtime is loaded, or on first use if that comes first; after [`os::pin_image`]). A thread that finds
-/// no key left (the program used up the system's keys before either) does without; each new
-/// thread tries again.
+/// runtime is loaded, or on first use if that comes first; after [`os::pin_image`]). A thread
+/// that finds no key left (the program used up the system's keys before either) does without;
+/// each new thread tries again.
 pub(super) fn thread_key(exit: os::ThreadDtor) -> Key {
     let k = KEY.load(Ordering::Acquire);
     if k != 0 {

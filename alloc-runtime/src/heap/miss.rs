@@ -18,7 +18,8 @@ use crate::stats;
 /// The generic path's miss: refills `class` on this thread's heap (making the heap on first
 /// use) and allocates from it, or takes the block from the shared heap: one of the thread's
 /// first allocations, before it has a heap (`lifecycle::alloc_heapless`), or of its first
-/// blocks of the class ([`shared_first`]); `size` bytes are cleared when `zeroed`. Null only when the OS refuses memory.
+/// blocks of the class ([`shared_first`]); `size` bytes are cleared when `zeroed`. Null only
+/// when the OS refuses memory.
 #[cold]
 #[inline(never)]
 pub(crate) fn alloc_slow(class: usize, size: usize, zeroed: bool) -> *mut u8 {

@@ -10,7 +10,7 @@
 //! | `fast_asm.rs` | the size-specialised entry points' pop in assembly, for `dev`-based builds |
 //! | `miss.rs` | the fast paths' misses: where an allocation or a free goes next |
 //! | `lifecycle.rs` | making heaps, thread exit (abandon), `fork` handlers, the shared heap |
-//! | `key.rs` | the thread-exit key; the count of threads with a heap; a thread's calls without one |
+//! | `key.rs` | the thread-exit key, the count of threads with a heap, calls without a heap |
 //! | `threads.rs` | the index of heaps by the thread descriptor they record |
 //! | `abandon.rs` | a heap's spans handed on: at its thread's exit, the shared heap's when unused |
 //! | `idle.rs` | the background trimmer: idle heaps' empty spans and reserves given back |

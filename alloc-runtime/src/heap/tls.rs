@@ -86,9 +86,9 @@ mod imp {
         assert!(core::mem::align_of::<ThreadLocals>() == 8);
     };
 
-    // The block's initial image: both heaps the sentinel, not exited, no call without a heap. Hidden, so that each
-    // linked image (an executable, a shared library with its own copy of the runtime) has its
-    // own, and no other image can interpose it.
+    // The block's initial image: both heaps the sentinel, not exited, no call without a heap.
+    // Hidden, so that each linked image (an executable, a shared library with its own copy of the
+    // runtime) has its own, and no other image can interpose it.
     core::arch::global_asm!(
         concat!(".pushsection .tdata.", tls_block_symbol!(), ",\"awT\",@progbits"),
         ".p2align 3",
