@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use specalloc::SpecAlloc;
@@ -114,9 +114,17 @@ fn hammer(
 /// A background thread that starts short-lived threads (each allocates, hands a block back and
 /// exits, so its heap is torn down and its spans go to the central pools) and reads the
 /// statistics (which take every central-pool lock).
+/// Held for reading by [`churn`] over each short-lived thread's whole life, and for writing by
+/// the test around each `fork`: the standard library holds a lock of its own (its table of
+/// threads' stack guards) around the allocations of a thread's start and exit, and a fork made
+/// then leaves that lock held in the child, whose own new thread waits for it forever, whatever
+/// the allocator. The threads that allocate and free across threads go on during the forks.
+static THREAD_STARTS: RwLock<()> = RwLock::new(());
+
 fn churn(stop: Arc<AtomicBool>, ops: Arc<AtomicU64>) {
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
+        let _starting = THREAD_STARTS.read().unwrap_or_else(|e| e.into_inner());
         let t = std::thread::spawn(move || {
             let mut rng = Rng::new(1000 + n);
             let kept: Vec<Vec<u8>> = (0..16)
@@ -207,6 +215,7 @@ fn fork_while_threads_allocate() {
         // SAFETY: fork in a multi-threaded process: the child runs only `child_work` (which
         // allocates through the allocator under test, whose fork handlers make that valid, and
         // uses no lock another thread of the parent may have held) and then `_exit`s.
+        let no_thread_starts = THREAD_STARTS.write().unwrap_or_else(|e| e.into_inner());
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
         if pid == 0 {
@@ -215,6 +224,7 @@ fn fork_while_threads_allocate() {
             // into the test harness.
             unsafe { libc::_exit(if ok { 0 } else { 1 }) };
         }
+        drop(no_thread_starts);
         // The parent frees its copies.
         assert!(child_gets.iter().all(|v| intact(v)));
         drop(child_gets);
