@@ -66,13 +66,6 @@ pub(super) fn alloc_heapless(class: usize, size: usize, zeroed: bool) -> Option<
     try_alloc_shared(class, size, zeroed)
 }
 
-/// Whether a free by this thread, which has no heap, is counted in the shared counters rather
-/// than in a heap made for it (see `key::heapless_turn`; a new thread frees the closure it was
-/// started with before it allocates).
-pub(super) fn free_heapless() -> bool {
-    heapless_turn()
-}
-
 /// The heaps' part of the background trimmer's wake (see `purge.rs`): busy heaps asked to let
 /// go of the classes they stopped allocating in (on the interval's wakes: `full`), idle heaps
 /// trimmed, the shared heap's spans handed on once unused, the central pools swept.

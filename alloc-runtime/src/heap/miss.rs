@@ -229,12 +229,13 @@ fn count_remote(heap: *mut Heap, class: usize) -> *mut Heap {
 /// others made): made on its first free, so that its frees are counted in counters of its own
 /// rather than in the shared ones every such thread would write. Null for a thread whose heap
 /// is already torn down (a destructor running after ours), for the first frees of a thread
-/// while many threads have a heap (`lifecycle::free_heapless`), or when no heap can be made:
-/// those frees are counted in the shared counters.
+/// while many threads have a heap (`key::heapless_turn`: a new thread frees the closure it was
+/// started with before it allocates), or when no heap can be made: those frees are counted in
+/// the shared counters.
 #[cold]
 #[inline(never)]
 fn counting_heap() -> *mut Heap {
-    if lifecycle::exited() || lifecycle::free_heapless() {
+    if lifecycle::exited() || key::heapless_turn() {
         return ptr::null_mut();
     }
     lifecycle::init_heap().unwrap_or(ptr::null_mut())
