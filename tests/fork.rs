@@ -212,10 +212,10 @@ fn fork_while_threads_allocate() {
             inherited.drain(..inherited.len() - 24);
         }
         let child_gets = std::mem::take(&mut inherited);
+        let no_thread_starts = THREAD_STARTS.write().unwrap_or_else(|e| e.into_inner());
         // SAFETY: fork in a multi-threaded process: the child runs only `child_work` (which
         // allocates through the allocator under test, whose fork handlers make that valid, and
         // uses no lock another thread of the parent may have held) and then `_exit`s.
-        let no_thread_starts = THREAD_STARTS.write().unwrap_or_else(|e| e.into_inner());
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
         if pid == 0 {
