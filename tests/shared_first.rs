@@ -5,7 +5,10 @@
 //! class a span of its own, as before. Once no thread has used the shared heap for a while, the
 //! background trimmer hands its spans on, and they go back to the page heap when their blocks
 //! are freed, without the program calling anything. And the shared heap's spans may be handed
-//! on while other threads free into them. (A thread's frees of its first blocks:
+//! on while other threads free into them. Exactly a thread's first 16 allocations, or frees,
+//! are made without a heap, and a thread that takes its heap in the C library's last round of
+//! thread-exit destructors (whose exit hook never runs) does not leave the count of threads
+//! with a heap too high for good. (A thread's frees of its first blocks:
 //! `shared_first_frees.rs`.)
 
 use std::sync::{mpsc, Arc, Barrier, Mutex};
@@ -13,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use specalloc_runtime::size_class::{class_of, class_size, span_bytes};
 use specalloc_runtime::stats;
-use specalloc_runtime::test_hooks::{thread_heap, HEAPLESS_FIRST, SHARED_FIRST};
+use specalloc_runtime::test_hooks::{
+    thread_heap, HEAPLESS_FIRST, SHARED_FIRST, SHARED_FROM_THREADS,
+};
 
 mod common;
 use common::Idle;
@@ -248,5 +253,167 @@ fn threads_that_allocate_a_few_blocks_have_no_heap() {
     then.sort_unstable();
     then.dedup();
     assert_eq!(then.len(), THREADS, "live threads shared a heap");
+    idle.finish();
+}
+
+/// The test's thread-exit key, whose destructor makes the thread's calls of its last round.
+static DTOR_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
+
+/// Re-arms itself for each of the C library's rounds of thread-exit destructors, and in the
+/// last one (`PTHREAD_DESTRUCTOR_ITERATIONS`, 4 in glibc) makes more allocations than a thread
+/// makes without a heap, so that the thread takes its heap there.
+extern "C" fn allocate_in_last_round(round: *mut libc::c_void) {
+    let round = round as usize;
+    let key = *DTOR_KEY.get().expect("key made");
+    if round < 4 {
+        // SAFETY: the key is live; the value is a plain number, never dereferenced.
+        unsafe { libc::pthread_setspecific(key, std::ptr::without_provenance(round + 1)) };
+        return;
+    }
+    let late: Vec<Box<u64>> = (0..=u64::from(HEAPLESS_FIRST))
+        .map(|i| std::hint::black_box(Box::new(i)))
+        .collect();
+    assert_eq!(*late[2], 2);
+}
+
+/// The heap a new thread reads after allocating one block (the sentinel's address if it has
+/// no heap).
+fn heap_after_one_block() -> usize {
+    std::thread::spawn(|| {
+        let b = std::hint::black_box(Box::new(7u64));
+        assert_eq!(*b, 7);
+        thread_heap().0
+    })
+    .join()
+    .expect("thread")
+}
+
+#[test]
+fn a_heap_taken_in_the_last_round_of_thread_exit_counts_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let key = *DTOR_KEY.get_or_init(|| {
+        let mut k: libc::pthread_key_t = 0;
+        // SAFETY: `k` is a valid place for the key; the destructor is an `extern "C"` fn.
+        let r = unsafe { libc::pthread_key_create(&mut k, Some(allocate_in_last_round)) };
+        assert_eq!(r, 0, "pthread_key_create");
+        k
+    });
+    let idle = Idle::start();
+    // With many threads alive, a thread that allocates a block has no heap: the sentinel's
+    // address (most of three, since one that finds the shared heap's lock taken takes a heap).
+    let seen: Vec<usize> = (0..3).map(|_| heap_after_one_block()).collect();
+    let sentinel = *seen
+        .iter()
+        .max_by_key(|&&a| seen.iter().filter(|&&b| b == a).count())
+        .expect("threads");
+    // One after another: each thread runs on the descriptor its predecessor left (glibc's
+    // stack cache), and takes over the heap that its predecessor took in its last round of
+    // thread-exit destructors, whose exit hook never ran.
+    for _ in 0..3 * SHARED_FROM_THREADS {
+        std::thread::spawn(move || {
+            // SAFETY: the key is live; the value is a plain number, never dereferenced.
+            unsafe { libc::pthread_setspecific(key, std::ptr::without_provenance(1)) };
+        })
+        .join()
+        .expect("thread");
+    }
+    idle.finish();
+    // Few threads have a heap now: a new thread takes one at its first allocation. Had each
+    // takeover counted the heap again, the count would still say many.
+    assert_ne!(
+        heap_after_one_block(),
+        sentinel,
+        "a thread alone has no heap: threads whose heap was taken over are counted still"
+    );
+}
+
+/// Calls a raw thread (no standard-library start-up, so every allocator call is the test's)
+/// makes; after each one it records the heap it reads.
+const CALLS: usize = HEAPLESS_FIRST as usize + 4;
+
+/// What a raw thread records: its heap after each of its calls.
+struct Calls {
+    /// Blocks to free, one per call (null: allocate instead).
+    frees: [*mut u64; CALLS],
+    heaps: [usize; CALLS],
+}
+
+/// A raw thread's body: `CALLS` allocations, or frees of the blocks it is given, each followed
+/// by a read of its heap (no other allocator call in between).
+extern "C" fn make_calls(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: the spawner passes a `Calls` it keeps alive until the join.
+    let calls = unsafe { &mut *arg.cast::<Calls>() };
+    let mut made = [std::ptr::null_mut::<u64>(); CALLS];
+    for (i, slot) in made.iter_mut().enumerate() {
+        let f = calls.frees[i];
+        if f.is_null() {
+            *slot = Box::into_raw(Box::new(i as u64));
+        } else {
+            // SAFETY: a block `Box::into_raw` made on another thread, freed once.
+            drop(unsafe { Box::from_raw(f) });
+        }
+        calls.heaps[i] = thread_heap().0;
+    }
+    for b in made.into_iter().filter(|b| !b.is_null()) {
+        // SAFETY: made above, freed once.
+        drop(unsafe { Box::from_raw(b) });
+    }
+    std::ptr::null_mut()
+}
+
+/// Runs [`make_calls`] on a thread of its own (`pthread_create`).
+fn raw_thread(calls: &mut Calls) {
+    let mut t: libc::pthread_t = 0;
+    // SAFETY: `calls` outlives the thread, which is joined before we return.
+    let r = unsafe {
+        libc::pthread_create(
+            &mut t,
+            std::ptr::null(),
+            make_calls,
+            (calls as *mut Calls).cast(),
+        )
+    };
+    assert_eq!(r, 0, "pthread_create");
+    // SAFETY: a thread made above, joined once.
+    assert_eq!(unsafe { libc::pthread_join(t, std::ptr::null_mut()) }, 0);
+}
+
+#[test]
+fn exactly_the_first_calls_are_made_without_a_heap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let idle = Idle::start();
+    let first = HEAPLESS_FIRST as usize;
+    for frees in [false, true] {
+        let mut calls = Calls {
+            frees: [std::ptr::null_mut(); CALLS],
+            heaps: [0; CALLS],
+        };
+        if frees {
+            // Blocks of this thread's heap, for the other thread's first calls to free.
+            for (i, f) in calls.frees.iter_mut().enumerate() {
+                *f = Box::into_raw(Box::new(i as u64));
+            }
+        }
+        raw_thread(&mut calls);
+        let what = if frees { "frees" } else { "allocations" };
+        let h = calls.heaps;
+        // The sentinel's address until the thread takes a heap (nothing else runs that could
+        // hold the shared heap's lock, which would make it take one earlier).
+        assert!(
+            h[..first].iter().all(|&a| a == h[0]),
+            "{what}: a heap before the {}th call: {h:x?}",
+            first + 1
+        );
+        assert_ne!(
+            h[first],
+            h[0],
+            "{what}: no heap at the {}th call",
+            first + 1
+        );
+        assert!(
+            h[first..].iter().all(|&a| a == h[first]),
+            "{what}: the heap changed: {h:x?}"
+        );
+    }
     idle.finish();
 }

@@ -10,11 +10,12 @@ use crate::span::SPAN_CLASSES;
 /// Spans in use per class.
 pub(crate) static SPANS: [AtomicUsize; SPAN_CLASSES] =
     [const { AtomicUsize::new(0) }; SPAN_CLASSES];
-/// Frees by threads whose heap is torn down or could not be made (per class); a thread that frees
-/// before it allocates gets a heap for its counters (see `heap::slow::counting_heap`).
+/// Frees by threads whose heap is torn down or could not be made, and a thread's first frees
+/// before it has a heap while many threads have one (per class); a thread that frees before it
+/// allocates otherwise gets a heap for its counters (see `heap::miss::counting_heap`).
 pub(crate) static ORPHAN_FREES: [AtomicU64; SPAN_CLASSES] =
     [const { AtomicU64::new(0) }; SPAN_CLASSES];
-/// Remote frees by threads whose heap is torn down or could not be made.
+/// Remote frees by threads without a heap (as for [`ORPHAN_FREES`]).
 pub(crate) static ORPHAN_REMOTE: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_ALLOCS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static LARGE_FREES: AtomicU64 = AtomicU64::new(0);

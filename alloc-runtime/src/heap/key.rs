@@ -84,7 +84,10 @@ pub const SHARED_FROM_THREADS: usize = 8;
 /// Threads without a heap do not count, so no count has to be taken back at their exit (a
 /// thread whose first allocation is made in the C library's last round of thread-exit
 /// destructors would never have it taken back). The count regulates itself: while fewer threads
-/// have a heap, every new thread takes one.
+/// have a heap, every new thread takes one. A thread that takes its heap in that last round
+/// stays counted after its exit, since its exit hook never runs; a later thread on the same
+/// descriptor takes the heap over without counting it again (`lifecycle::init_heap`), so such
+/// heaps count at most once per thread descriptor alive at once.
 pub(super) fn many_threads() -> bool {
     ACTIVE.load(Ordering::Relaxed) >= SHARED_FROM_THREADS
 }

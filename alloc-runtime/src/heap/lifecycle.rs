@@ -229,12 +229,18 @@ pub(super) fn init_heap() -> Result<*mut Heap, NoHeap> {
     let h = new_heap(this_thread()).ok_or(NoHeap::OutOfMemory)?;
     // SAFETY: `h` is a live heap nobody else uses.
     let hr = unsafe { &*h };
-    hr.active.store(true, Ordering::Relaxed);
+    // A heap taken over from a dead thread on this descriptor (`new_heap`) whose exit hook never
+    // ran (it took the heap in the C library's last round of thread-exit destructors, whose
+    // values are never destroyed) is still active, and counted: it counts once.
+    let active = if hr.active.swap(true, Ordering::Relaxed) {
+        ACTIVE.load(Ordering::Relaxed)
+    } else {
+        ACTIVE.fetch_add(1, Ordering::Relaxed) + 1
+    };
     // A new thread's first allocations of each class (`miss::shared_first`).
     for n in &hr.shared_allocs {
         n.set(0);
     }
-    let active = ACTIVE.fetch_add(1, Ordering::Relaxed) + 1;
     tls::locals().heap.set(h);
     // A non-null value makes the destructor run at thread exit.
     os::thread_key_set(key, h.cast());
