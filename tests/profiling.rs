@@ -10,6 +10,8 @@ use specalloc::profile::{self, Profile, ProfileSample};
 use std::hint::black_box;
 use std::sync::Mutex;
 
+mod common;
+
 #[global_allocator]
 static GLOBAL: specalloc::SpecAlloc = specalloc::SpecAlloc;
 
@@ -150,6 +152,42 @@ fn other_threads_are_sampled_and_their_frees_counted() {
     let p = profile::profile();
     profile::stop();
     assert_eq!(total(&p, "keep_on_a_thread", |s| s.inuse_bytes), 0.0);
+}
+
+/// A thread's first blocks: 6 of 2,000 B, kept. While many threads have a heap, a new thread
+/// makes its first allocations from the shared heap.
+#[inline(never)]
+fn first_blocks_of_a_thread() -> Vec<Box<[u8; 2000]>> {
+    let mut v = Vec::with_capacity(6);
+    for _ in 0..6 {
+        v.push(black_box(Box::new([5u8; 2000])));
+    }
+    v
+}
+
+#[test]
+fn a_threads_first_blocks_from_the_shared_heap_are_sampled() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let idle = common::Idle::start();
+    profile::start(16 << 10);
+    // 600 threads, 4 at a time, keep 6 blocks of 2,000 B each: 7.2 MB, about 440 samples.
+    let mut kept = Vec::new();
+    for _ in 0..150 {
+        let batch: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(first_blocks_of_a_thread))
+            .collect();
+        kept.extend(batch.into_iter().map(|t| t.join().expect("thread")));
+    }
+    let p = profile::profile();
+    profile::stop();
+    idle.finish();
+    near(
+        "live bytes of first_blocks_of_a_thread",
+        total(&p, "first_blocks_of_a_thread", |s| s.inuse_bytes),
+        7.2e6,
+        0.3,
+    );
+    assert!(kept.iter().flatten().all(|b| b[1999] == 5));
 }
 
 #[test]

@@ -274,7 +274,12 @@ pub(super) fn alloc_shared(class: usize, size: usize, zeroed: bool) -> *mut u8 {
 #[cold]
 pub(super) fn try_alloc_shared(class: usize, size: usize, zeroed: bool) -> Option<*mut u8> {
     let mut g = FALLBACK.try_lock()?;
+    // Its samples are taken (a thread that waits for the lock has its samples skipped).
+    #[cfg(feature = "profiling")]
+    super::sampled::SHARED_MAY_SAMPLE.store(true, Ordering::Relaxed);
     let p = alloc_shared_locked(&mut g, class, size, zeroed);
+    #[cfg(feature = "profiling")]
+    super::sampled::SHARED_MAY_SAMPLE.store(false, Ordering::Relaxed);
     (!p.is_null()).then_some(p)
 }
 

@@ -18,11 +18,19 @@
 //! class, so that a thread that never leaves its fast paths sees a start soon.
 
 use core::ptr;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::tls::current_heap;
 use super::Heap;
 use crate::span::{span_block_size, Block, Span, SPAN_CLASSES, TINY_CLASS};
+
+/// Whether the shared heap's holder may take a sample (written and read under the shared
+/// heap's lock): a thread that only tried that lock (its first allocations, see
+/// `lifecycle::try_alloc_shared`), whose allocations made while it walks its stack, should the
+/// unwinder allocate, find the lock taken and go to a heap of its own. A thread that waits for
+/// the lock (its heap torn down, or none can be made) would wait for itself there: its samples
+/// are skipped.
+pub(super) static SHARED_MAY_SAMPLE: AtomicBool = AtomicBool::new(false);
 
 /// Sets the counter of `h`'s class `class` to reach zero after `gap` more allocations,
 /// keeping its count (owner only), inside the heap's sequence lock so that a reader on another
@@ -110,8 +118,9 @@ pub(super) unsafe fn fire_in(
 
 /// The countdown of `class` on `h` reached zero on the allocation of `b`, which the caller
 /// popped from `span` (current, owned by `h`) and counted. Draws the next gap; on this thread's
-/// own heap, records the sample and gives the allocation a page run of its own, freeing `b`
-/// back to `span`; otherwise (the shared heap, or a skipped sample) hands out `b`.
+/// own heap, or on the shared heap for a thread that only tried its lock
+/// ([`SHARED_MAY_SAMPLE`]), records the sample and gives the allocation a page run of its own,
+/// freeing `b` back to `span`; otherwise (a skipped sample) hands out `b`.
 ///
 /// # Safety
 /// `h` owns `span`, which is its current span of `class`; `b` is the block just popped from
@@ -130,14 +139,15 @@ unsafe fn take_sample(
 ) -> *mut u8 {
     let cc = &h.classes[class];
     let block = span_block_size(class);
-    let own = ptr::eq(h, current_heap());
-    if own {
+    // Not this thread's heap: the shared heap, whose lock the caller holds.
+    let record = ptr::eq(h, current_heap()) || SHARED_MAY_SAMPLE.load(Ordering::Relaxed);
+    if record {
         arm(h);
     }
     arm_class(h, class, crate::prof::gap(block, crate::prof::rate()));
     // Recording walks the stack and taking the run calls the page heap: neither allocates
     // from this heap, and if the unwinder did, `b` is simply a block in use meanwhile.
-    let sampled = match own.then(|| crate::prof::sample(block, size)).flatten() {
+    let sampled = match record.then(|| crate::prof::sample(block, size)).flatten() {
         Some(r) => crate::large::alloc_sampled(size, zeroed, r),
         None => ptr::null_mut(),
     };
