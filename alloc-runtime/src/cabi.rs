@@ -18,6 +18,11 @@
 //! of 0 bytes gets a unique 8-byte block. The tiny class (4-byte blocks) is never used here;
 //! a tiny block a Rust layout asked for can still be freed, resized and measured here.
 //!
+//! Size classes: a request of up to 32 KiB (the largest class) finds its class with one table
+//! load (by 8 bytes up to 1 KiB, by 128 above) and takes the thread's fast path, as a Rust
+//! allocation of a known layout does; larger ones take the general path (page runs, huge
+//! objects).
+//!
 //! Nothing here allocates, panics or takes a lock the fast paths do not: these functions run
 //! inside `malloc`. Failure is a null return. [`malloc`] and [`calloc`] also set `errno` to
 //! `ENOMEM` then, themselves, so that every call their fast paths make is a tail call (no stack
@@ -100,6 +105,44 @@ static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
     t
 };
 
+/// Requests of 1,025 bytes to [`MAX_SMALL_SIZE`] (32 KiB) take [`C_CLASS_MEDIUM`] by
+/// `(size - 1,025) / 128`: the size classes there are 128-byte multiples.
+const C_MEDIUM_STEP: usize = 128;
+
+/// The least request [`C_CLASS_MEDIUM`] serves.
+const C_MEDIUM_MIN: usize = C_SMALL_MAX + 1;
+
+/// The size class of a C request of 1,025 bytes to [`MAX_SMALL_SIZE`] at its [`default_align`]:
+/// the class [`route`] gives every size of the bucket (checked below), so that `malloc` and
+/// `calloc` of these sizes take the fast path as smaller ones do, without the general router
+/// (the alignment, the medium test, the tables) and without keeping `errno` around a hit,
+/// which makes no system call.
+static C_CLASS_MEDIUM: [u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1] = {
+    let mut t = [0u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1];
+    let mut size = C_MEDIUM_MIN;
+    while size <= MAX_SMALL_SIZE {
+        let Route::Small(class) = route(size, default_align(size)) else {
+            panic!("a C request of at most 32 KiB is not small");
+        };
+        let i = (size - C_MEDIUM_MIN) / C_MEDIUM_STEP;
+        assert!(
+            t[i] == 0 || t[i] as usize == class,
+            "a bucket spans two classes"
+        );
+        t[i] = class as u8;
+        size += 1;
+    }
+    t
+};
+
+/// [`C_CLASS_MEDIUM`]'s class for `size`, or `None` outside 1,025 bytes to 32 KiB.
+#[inline(always)]
+fn c_medium_class(size: usize) -> Option<usize> {
+    let above = size.wrapping_sub(C_MEDIUM_MIN);
+    // In bounds whenever the test holds, which the compiler sees: no check of its own.
+    (above <= MAX_SMALL_SIZE - C_MEDIUM_MIN).then(|| C_CLASS_MEDIUM[above / C_MEDIUM_STEP] as usize)
+}
+
 /// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
 /// [`default_align`]. Null, with `errno` set to `ENOMEM`, when the OS refuses memory or `size`
 /// is impossible.
@@ -138,9 +181,23 @@ extern "C" fn small_miss(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     enomem_if_null(p)
 }
 
-/// [`malloc`] above the small fast path's sizes (and of 0 bytes).
+/// [`malloc`] above the small fast path's sizes (and of 0 bytes): up to 32 KiB the same fast
+/// path, by [`C_CLASS_MEDIUM`].
 #[inline(never)]
 extern "C" fn malloc_big(size: usize) -> *mut u8 {
+    match c_medium_class(size) {
+        Some(class) => {
+            crate::heap::alloc_small_with::<false>(class, size, |class, size, zeroed| {
+                small_miss(class, size, zeroed)
+            })
+        }
+        None => malloc_large(size),
+    }
+}
+
+/// [`malloc`] of 0 bytes or over 32 KiB.
+#[inline(never)]
+extern "C" fn malloc_large(size: usize) -> *mut u8 {
     let size = size.max(1);
     let p = {
         let _errno = KeepErrno::new();
@@ -149,9 +206,23 @@ extern "C" fn malloc_big(size: usize) -> *mut u8 {
     enomem_if_null(p)
 }
 
-/// [`calloc`] above the small fast path's sizes (and of 0 bytes).
+/// [`calloc`] above the small fast path's sizes (and of 0 bytes): up to 32 KiB the same fast
+/// path, by [`C_CLASS_MEDIUM`].
 #[inline(never)]
 extern "C" fn calloc_big(total: usize) -> *mut u8 {
+    match c_medium_class(total) {
+        Some(class) => {
+            crate::heap::alloc_small_with::<true>(class, total, |class, size, zeroed| {
+                small_miss(class, size, zeroed)
+            })
+        }
+        None => calloc_large(total),
+    }
+}
+
+/// [`calloc`] of 0 bytes or over 32 KiB.
+#[inline(never)]
+extern "C" fn calloc_large(total: usize) -> *mut u8 {
     let total = total.max(1);
     let p = {
         let _errno = KeepErrno::new();
