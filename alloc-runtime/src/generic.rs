@@ -17,7 +17,8 @@ use crate::large;
 #[cfg(feature = "checked")]
 use crate::size_class::route;
 use crate::size_class::{
-    class_of_key, class_of_small16, route_key, KEY_SMALL_MAX, MAX_SMALL_SIZE, PAGE_SIZE, TINY_MAX,
+    class_of_key, class_of_key_medium, route_key, KEY_SMALL_MAX, MAX_SMALL_SIZE, PAGE_SIZE,
+    TINY_MAX,
 };
 use crate::size_class::{route as route_of, Route};
 
@@ -32,8 +33,8 @@ pub(crate) fn alloc_generic<const ZEROED: bool>(layout: Layout) -> *mut u8 {
     if key < KEY_SMALL_MAX {
         return heap::alloc_small::<ZEROED>(class_of_key(key), size);
     }
-    if size <= MAX_SMALL_SIZE && align <= 16 {
-        return heap::alloc_small::<ZEROED>(class_of_small16(size, align), size);
+    if key < MAX_SMALL_SIZE && align <= 16 {
+        return heap::alloc_small::<ZEROED>(class_of_key_medium(key), size);
     }
     alloc_other(size, align, ZEROED)
 }

@@ -148,7 +148,7 @@ use core::ptr;
 use generic::check_free;
 use generic::{alloc_generic, alloc_other, dealloc_generic};
 use size_class::{
-    class_of_key, class_of_small16, class_size, is_tiny, route, route_key, Route, KEY_SMALL_MAX,
+    class_of_key, class_of_key_medium, class_size, is_tiny, route, route_key, Route, KEY_SMALL_MAX,
     MAX_SMALL_SIZE, TINY_MAX,
 };
 pub use snapshot::{stats, ClassStats, Stats};
@@ -398,7 +398,7 @@ fn span_class_of(size: usize, align: usize) -> usize {
     } else if key < KEY_SMALL_MAX {
         class_of_key(key)
     } else {
-        class_of_small16(size, align)
+        class_of_key_medium(key)
     }
 }
 

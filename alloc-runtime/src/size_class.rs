@@ -257,6 +257,18 @@ pub fn class_of_key(key: usize) -> usize {
     SIZE_TO_CLASS8[(key >> 3) + 1] as usize
 }
 
+/// Size class of a layout whose [`route_key`] is `key`, for `KEY_SMALL_MAX <= key <
+/// MAX_SMALL_SIZE` at an alignment of at most 16 (a request of 1,025 bytes to 32 KiB): one
+/// shift and one table load, in steps of 128 bytes. The alignment only touches the key's low
+/// four bits, which the step drops, and every class above 1 KiB is a multiple of 128. The same
+/// class as [`class_of`] (a test checks every size and alignment).
+#[inline(always)]
+pub fn class_of_key_medium(key: usize) -> usize {
+    // `SIZE_TO_CLASS128[n]` is the class of `1024 + 128 * n` bytes; `key / 128 - 7` steps is
+    // the size above 1 KiB rounded up to a multiple of 128.
+    SIZE_TO_CLASS128[(key >> 7) - (SMALL_SIZE_MAX >> 7) + 1] as usize
+}
+
 /// Size → class for `size <= MAX_SMALL_SIZE` and `align <= 16` from `const` tables: each call
 /// site gets its own copy of the lookup, which the compiler folds away when the size is a
 /// constant (the fully inlined generic path). Returns the same class as [`class_of`].
@@ -297,6 +309,12 @@ mod tests {
                 } else if key < KEY_SMALL_MAX {
                     assert_eq!(
                         Route::Small(class_of_key(key)),
+                        route(size, align),
+                        "size {size} align {align}"
+                    );
+                } else if key < MAX_SMALL_SIZE && align <= 16 {
+                    assert_eq!(
+                        Route::Small(class_of_key_medium(key)),
                         route(size, align),
                         "size {size} align {align}"
                     );
