@@ -165,7 +165,7 @@ pub fn malloc(size: usize) -> *mut u8 {
             |class, size, zeroed| small_miss(class, size, zeroed),
         );
     }
-    malloc_big(size)
+    alloc_big::<false>(size)
 }
 
 /// The small fast path's miss for [`malloc`] and [`calloc`]: the heap's slow path, and
@@ -181,52 +181,28 @@ extern "C" fn small_miss(class: usize, size: usize, zeroed: bool) -> *mut u8 {
     enomem_if_null(p)
 }
 
-/// [`malloc`] above the small fast path's sizes (and of 0 bytes): up to 32 KiB the same fast
-/// path, by [`C_CLASS_MEDIUM`].
+/// [`malloc`] (or, when `ZEROED`, [`calloc`]) above the small fast path's sizes (and of 0
+/// bytes): up to 32 KiB the same fast path, by [`C_CLASS_MEDIUM`].
 #[inline(never)]
-extern "C" fn malloc_big(size: usize) -> *mut u8 {
+extern "C" fn alloc_big<const ZEROED: bool>(size: usize) -> *mut u8 {
     match c_medium_class(size) {
         Some(class) => {
-            crate::heap::alloc_small_with::<false>(class, size, |class, size, zeroed| {
+            crate::heap::alloc_small_with::<ZEROED>(class, size, |class, size, zeroed| {
                 small_miss(class, size, zeroed)
             })
         }
-        None => malloc_large(size),
+        None => alloc_large::<ZEROED>(size),
     }
 }
 
-/// [`malloc`] of 0 bytes or over 32 KiB.
+/// [`alloc_big`] of 0 bytes or over 32 KiB: the general path, which may make system calls, so
+/// `errno` is kept around it.
 #[inline(never)]
-extern "C" fn malloc_large(size: usize) -> *mut u8 {
+extern "C" fn alloc_large<const ZEROED: bool>(size: usize) -> *mut u8 {
     let size = size.max(1);
     let p = {
         let _errno = KeepErrno::new();
-        alloc_aligned(size, default_align(size), false)
-    };
-    enomem_if_null(p)
-}
-
-/// [`calloc`] above the small fast path's sizes (and of 0 bytes): up to 32 KiB the same fast
-/// path, by [`C_CLASS_MEDIUM`].
-#[inline(never)]
-extern "C" fn calloc_big(total: usize) -> *mut u8 {
-    match c_medium_class(total) {
-        Some(class) => {
-            crate::heap::alloc_small_with::<true>(class, total, |class, size, zeroed| {
-                small_miss(class, size, zeroed)
-            })
-        }
-        None => calloc_large(total),
-    }
-}
-
-/// [`calloc`] of 0 bytes or over 32 KiB.
-#[inline(never)]
-extern "C" fn calloc_large(total: usize) -> *mut u8 {
-    let total = total.max(1);
-    let p = {
-        let _errno = KeepErrno::new();
-        alloc_aligned(total, default_align(total), true)
+        alloc_aligned(size, default_align(size), ZEROED)
     };
     enomem_if_null(p)
 }
@@ -264,7 +240,7 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
             |class, size, zeroed| small_miss(class, size, zeroed),
         );
     }
-    calloc_big(total)
+    alloc_big::<true>(total)
 }
 
 /// `aligned_alloc(align, size)`: a block of at least `size` bytes aligned to `align`, which the
