@@ -262,6 +262,13 @@ pub fn class_of_key(key: usize) -> usize {
 /// shift and one table load, in steps of 128 bytes. The alignment only touches the key's low
 /// four bits, which the step drops, and every class above 1 KiB is a multiple of 128. The same
 /// class as [`class_of`] (a test checks every size and alignment).
+///
+/// ```
+/// use specalloc_runtime::size_class::{class_of, class_of_key_medium, class_size, route_key};
+/// assert_eq!(class_of_key_medium(route_key(1500, 8)), class_of(1500, 8));
+/// assert_eq!(class_size(class_of_key_medium(route_key(1025, 16))), 1152);
+/// assert_eq!(class_size(class_of_key_medium(route_key(32768, 1))), 32768);
+/// ```
 #[inline(always)]
 pub fn class_of_key_medium(key: usize) -> usize {
     // `SIZE_TO_CLASS128[n]` is the class of `1024 + 128 * n` bytes; `key / 128 - 7` steps is
