@@ -139,7 +139,7 @@ unsafe fn take_sample(
 ) -> *mut u8 {
     let cc = &h.classes[class];
     let block = span_block_size(class);
-    // Not this thread's heap: the shared heap, whose lock the caller holds.
+    // A heap other than this thread's is the shared heap, whose lock the caller holds.
     let record = ptr::eq(h, current_heap()) || SHARED_MAY_SAMPLE.load(Ordering::Relaxed);
     if record {
         arm(h);
