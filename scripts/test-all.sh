@@ -36,7 +36,8 @@ cargo test --release -p specalloc --test stress --test thread_churn --test globa
 # The fast paths in assembly serve a runtime compiled at opt-level 0 (`generic/asm.rs`,
 # `heap/fast_asm.rs`; the test profile is optimised): the entry points, the model and the
 # multi-threaded suites in the plain `dev` profile.
-cargo test --profile dev -p specalloc-runtime --test entry_paths --test spec --test model
+cargo test --profile dev -p specalloc-runtime --test entry_paths --test spec --test model \
+    --test large_dealloc
 cargo test --profile dev -p specalloc --test stress --test thread_churn --test global_alloc \
     --test tiny --test outbox
 cargo test -p specalloc-runtime --features serde --test stats_json
