@@ -4,7 +4,9 @@
 //! functions the heap profiler's sampler called), so the library needs glibc, the loader and
 //! `libgcc_s` (the unwinder: Rust's panics and the profiler's stacks) and nothing else. And the
 //! code that runs is placed together (`hot-text.ld`): the kernel maps a library's pages around
-//! each one touched, so code spread through the text made about 300 KiB of it resident.
+//! each one touched, so code spread through the text made about 300 KiB of it resident. The
+//! PLT's stubs go with that code, and the allocator's tables before the rest of the read-only
+//! data, next to what the dynamic loader reads.
 //!
 //! Skipped, with a line, without `readelf` (and `nm`).
 
@@ -67,14 +69,7 @@ fn the_allocators_code_is_placed_together() {
     }
     // `[15] .text.specalloc PROGBITS 0000000000030250 02f250 0191ee ...`
     let sections = tool("readelf", "-SW");
-    let (start, size) = sections
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == ".text.specalloc")?;
-            let hex = |w: &str| u64::from_str_radix(w, 16).ok();
-            Some((hex(f.get(at + 2)?)?, hex(f.get(at + 4)?)?))
-        })
+    let (start, size) = section(&sections, ".text.specalloc")
         .unwrap_or_else(|| panic!("no .text.specalloc section in:\n{sections}"));
     println!(".text.specalloc: {start:#x}, {size} bytes");
     let symbols = tool("nm", "-C");
@@ -119,4 +114,59 @@ fn the_allocators_code_is_placed_together() {
         size < text,
         "the allocator's section ({size} bytes) is not the smaller part of the text ({text} bytes)"
     );
+    // The PLT's stubs, which the C library's `pthread_atfork` and `atexit` call when the library
+    // is loaded, are in the allocator's section, not after the rest of the text.
+    if let Some(plt) = section(&sections, ".plt") {
+        assert!(
+            plt.0 < start + size,
+            ".plt at {:#x} follows the allocator's section ({start:#x}, {size} bytes)",
+            plt.0
+        );
+    }
+}
+
+/// The address and size of the section `name` in `readelf -SW`'s listing, if there is one.
+fn section(sections: &str, name: &str) -> Option<(u64, u64)> {
+    sections.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let at = f.iter().position(|w| *w == name)?;
+        let hex = |w: &str| u64::from_str_radix(w, 16).ok();
+        Some((hex(f.get(at + 2)?)?, hex(f.get(at + 4)?)?))
+    })
+}
+
+#[test]
+fn the_allocators_tables_come_first_in_the_read_only_data() {
+    if !common::have("readelf", "the read-only data check")
+        || !common::have("nm", "the read-only data check")
+    {
+        return;
+    }
+    let sections = tool("readelf", "-SW");
+    let (start, size) = section(&sections, ".rodata.specalloc")
+        .unwrap_or_else(|| panic!("no .rodata.specalloc section in:\n{sections}"));
+    let (rodata, _) =
+        section(&sections, ".rodata").unwrap_or_else(|| panic!("no .rodata in:\n{sections}"));
+    println!(".rodata.specalloc: {start:#x}, {size} bytes; .rodata at {rodata:#x}");
+    assert!(
+        start + size <= rodata,
+        "the allocator's read-only data does not precede the rest"
+    );
+    // The tables `malloc` reads on every call.
+    let symbols = tool("nm", "-C");
+    for name in ["cabi::C_CLASS", "cabi::C_CLASS_MEDIUM"] {
+        let at = symbols
+            .lines()
+            .find_map(|l| {
+                let (addr, rest) = l.split_once(' ')?;
+                let (_, sym) = rest.split_once(' ')?;
+                sym.ends_with(&format!("::{name}"))
+                    .then(|| u64::from_str_radix(addr, 16).ok())?
+            })
+            .unwrap_or_else(|| panic!("no table {name} in the library"));
+        assert!(
+            (start..start + size).contains(&at),
+            "{name} at {at:#x} lies outside .rodata.specalloc ({start:#x}, {size} bytes)"
+        );
+    }
 }
