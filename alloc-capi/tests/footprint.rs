@@ -62,29 +62,13 @@ fn only_libc_the_loader_and_the_unwinder_are_needed() {
 
 #[test]
 fn the_allocators_code_is_placed_together() {
-    if !common::have("readelf", "the text-order check")
-        || !common::have("nm", "the text-order check")
-    {
+    let Some(sections) = sections("the text-order check") else {
         return;
-    }
+    };
     // `[15] .text.specalloc PROGBITS 0000000000030250 02f250 0191ee ...`
-    let sections = tool("readelf", "-SW");
-    let (start, size) = section(&sections, ".text.specalloc")
-        .unwrap_or_else(|| panic!("no .text.specalloc section in:\n{sections}"));
+    let (start, size) = must_have(&sections, ".text.specalloc");
     println!(".text.specalloc: {start:#x}, {size} bytes");
     let symbols = tool("nm", "-C");
-    let address = |name: &str| {
-        symbols
-            .lines()
-            .find_map(|l| {
-                let (addr, rest) = l.split_once(' ')?;
-                let (kind, sym) = rest.split_once(' ')?;
-                (kind.eq_ignore_ascii_case("t")
-                    && (sym == name || sym.ends_with(&format!("::{name}"))))
-                .then(|| u64::from_str_radix(addr, 16).ok())?
-            })
-            .unwrap_or_else(|| panic!("no function {name} in the library"))
-    };
     for name in [
         "malloc",
         "free",
@@ -95,21 +79,14 @@ fn the_allocators_code_is_placed_together() {
         "heap::slow::alloc_from",
         "chunk::alloc_runs",
     ] {
-        let at = address(name);
+        let at = address(&symbols, name, true);
         assert!(
             (start..start + size).contains(&at),
             "{name} at {at:#x} lies outside .text.specalloc ({start:#x}, {size} bytes)"
         );
     }
     // The text that follows is the rest: the section holds the allocator, not the library.
-    let text = sections
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == ".text")?;
-            u64::from_str_radix(f.get(at + 4)?, 16).ok()
-        })
-        .expect("a .text section");
+    let (_, text) = must_have(&sections, ".text");
     assert!(
         size < text,
         "the allocator's section ({size} bytes) is not the smaller part of the text ({text} bytes)"
@@ -125,6 +102,35 @@ fn the_allocators_code_is_placed_together() {
     }
 }
 
+#[test]
+fn the_allocators_tables_come_first_in_the_read_only_data() {
+    let Some(sections) = sections("the read-only data check") else {
+        return;
+    };
+    let (start, size) = must_have(&sections, ".rodata.specalloc");
+    let (rodata, _) = must_have(&sections, ".rodata");
+    println!(".rodata.specalloc: {start:#x}, {size} bytes; .rodata at {rodata:#x}");
+    assert!(
+        start + size <= rodata,
+        "the allocator's read-only data does not precede the rest"
+    );
+    // The tables `malloc` reads on every call.
+    let symbols = tool("nm", "-C");
+    for name in ["cabi::C_CLASS", "cabi::C_CLASS_MEDIUM"] {
+        let at = address(&symbols, name, false);
+        assert!(
+            (start..start + size).contains(&at),
+            "{name} at {at:#x} lies outside .rodata.specalloc ({start:#x}, {size} bytes)"
+        );
+    }
+}
+
+/// `readelf -SW`'s listing of the library's sections; `None`, with a line saying that `check`
+/// is skipped, without `readelf` and `nm`.
+fn sections(check: &str) -> Option<String> {
+    (common::have("readelf", check) && common::have("nm", check)).then(|| tool("readelf", "-SW"))
+}
+
 /// The address and size of the section `name` in `readelf -SW`'s listing, if there is one.
 fn section(sections: &str, name: &str) -> Option<(u64, u64)> {
     sections.lines().find_map(|l| {
@@ -135,38 +141,22 @@ fn section(sections: &str, name: &str) -> Option<(u64, u64)> {
     })
 }
 
-#[test]
-fn the_allocators_tables_come_first_in_the_read_only_data() {
-    if !common::have("readelf", "the read-only data check")
-        || !common::have("nm", "the read-only data check")
-    {
-        return;
-    }
-    let sections = tool("readelf", "-SW");
-    let (start, size) = section(&sections, ".rodata.specalloc")
-        .unwrap_or_else(|| panic!("no .rodata.specalloc section in:\n{sections}"));
-    let (rodata, _) =
-        section(&sections, ".rodata").unwrap_or_else(|| panic!("no .rodata in:\n{sections}"));
-    println!(".rodata.specalloc: {start:#x}, {size} bytes; .rodata at {rodata:#x}");
-    assert!(
-        start + size <= rodata,
-        "the allocator's read-only data does not precede the rest"
-    );
-    // The tables `malloc` reads on every call.
-    let symbols = tool("nm", "-C");
-    for name in ["cabi::C_CLASS", "cabi::C_CLASS_MEDIUM"] {
-        let at = symbols
-            .lines()
-            .find_map(|l| {
-                let (addr, rest) = l.split_once(' ')?;
-                let (_, sym) = rest.split_once(' ')?;
-                sym.ends_with(&format!("::{name}"))
-                    .then(|| u64::from_str_radix(addr, 16).ok())?
-            })
-            .unwrap_or_else(|| panic!("no table {name} in the library"));
-        assert!(
-            (start..start + size).contains(&at),
-            "{name} at {at:#x} lies outside .rodata.specalloc ({start:#x}, {size} bytes)"
-        );
-    }
+/// [`section`], which the library must have.
+fn must_have(sections: &str, name: &str) -> (u64, u64) {
+    section(sections, name).unwrap_or_else(|| panic!("no {name} section in:\n{sections}"))
+}
+
+/// The address of the symbol `name` (or one ending in `::name`) in `nm -C`'s listing: a
+/// function when `code`, any symbol otherwise.
+fn address(symbols: &str, name: &str, code: bool) -> u64 {
+    symbols
+        .lines()
+        .find_map(|l| {
+            let (addr, rest) = l.split_once(' ')?;
+            let (kind, sym) = rest.split_once(' ')?;
+            ((!code || kind.eq_ignore_ascii_case("t"))
+                && (sym == name || sym.ends_with(&format!("::{name}"))))
+            .then(|| u64::from_str_radix(addr, 16).ok())?
+        })
+        .unwrap_or_else(|| panic!("no symbol {name} in the library"))
 }
