@@ -86,7 +86,9 @@ const C_SMALL_MAX: usize = 1024;
 
 /// The size class of a C request of 1 to 1,024 bytes at its [`default_align`], by
 /// `(size + 7) / 8`: the class [`route`] gives every size of the bucket (checked below), so
-/// that `malloc` skips the general router (the alignment, the tiny test, the two tables).
+/// that `malloc` skips the general router (the alignment, the tiny test, the two tables). The
+/// entry points read it as `(size - 1) / 8 + 1`, reusing the `size - 1` of their range test
+/// (the `+ 1` goes into the load's displacement).
 static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
     let mut t = [0u8; C_SMALL_MAX / 8 + 1];
     let mut size = 1;
@@ -158,11 +160,12 @@ fn c_medium_class(size: usize) -> Option<usize> {
 /// ```
 #[inline]
 pub fn malloc(size: usize) -> *mut u8 {
-    if size.wrapping_sub(1) < C_SMALL_MAX {
+    let key = size.wrapping_sub(1);
+    if key < C_SMALL_MAX {
         return crate::heap::alloc_small_with::<false>(
-            C_CLASS[(size + 7) >> 3] as usize,
+            C_CLASS[(key >> 3) + 1] as usize,
             size,
-            |class, size, zeroed| small_miss(class, size, zeroed),
+            |class, size, zeroed| small_miss(size, class, zeroed),
         );
     }
     alloc_big::<false>(size)
@@ -171,9 +174,11 @@ pub fn malloc(size: usize) -> *mut u8 {
 /// The small fast path's miss for [`malloc`] and [`calloc`]: the heap's slow path, and
 /// `ENOMEM` if the OS refuses memory. `extern "C"`, so that it cannot unwind, which lets the C
 /// entry points (which cannot either) call it in tail position, with no frame of their own.
+/// The size comes first, where the entry points have it (their first argument), so that the
+/// hit moves no register to keep it for the miss.
 #[cold]
 #[inline(never)]
-extern "C" fn small_miss(class: usize, size: usize, zeroed: bool) -> *mut u8 {
+extern "C" fn small_miss(size: usize, class: usize, zeroed: bool) -> *mut u8 {
     let p = {
         let _errno = KeepErrno::new();
         crate::heap::alloc_slow(class, size, zeroed)
@@ -188,7 +193,7 @@ extern "C" fn alloc_big<const ZEROED: bool>(size: usize) -> *mut u8 {
     match c_medium_class(size) {
         Some(class) => {
             crate::heap::alloc_small_with::<ZEROED>(class, size, |class, size, zeroed| {
-                small_miss(class, size, zeroed)
+                small_miss(size, class, zeroed)
             })
         }
         None => alloc_large::<ZEROED>(size),
@@ -233,11 +238,12 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
     let Some(total) = n.checked_mul(size) else {
         return enomem_if_null(ptr::null_mut());
     };
-    if total.wrapping_sub(1) < C_SMALL_MAX {
+    let key = total.wrapping_sub(1);
+    if key < C_SMALL_MAX {
         return crate::heap::alloc_small_with::<true>(
-            C_CLASS[(total + 7) >> 3] as usize,
+            C_CLASS[(key >> 3) + 1] as usize,
             total,
-            |class, size, zeroed| small_miss(class, size, zeroed),
+            |class, size, zeroed| small_miss(size, class, zeroed),
         );
     }
     alloc_big::<true>(total)
