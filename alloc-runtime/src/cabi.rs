@@ -39,6 +39,7 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use crate::chunk::span_of;
+use crate::heap::CACHE_SIZE;
 use crate::large::{self, MEDIUM_ALIGN_MAX, MEDIUM_MAX};
 use crate::os::KeepErrno;
 use crate::size_class::{route, Route, CHUNK_SIZE, MAX_SMALL_SIZE, PAGE_SIZE};
@@ -89,7 +90,7 @@ const C_SMALL_MAX: usize = 1024;
 /// that `malloc` skips the general router (the alignment, the tiny test, the two tables). The
 /// entry points read it as `(size - 1) / 8 + 1`, reusing the `size - 1` of their range test
 /// (the `+ 1` goes into the load's displacement).
-static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
+const C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
     let mut t = [0u8; C_SMALL_MAX / 8 + 1];
     let mut size = 1;
     while size <= C_SMALL_MAX {
@@ -107,6 +108,27 @@ static C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
     t
 };
 
+/// [`C_CLASS`] as the offsets of the classes' caches in a thread's heap (`class *`
+/// [`CACHE_SIZE`]), which the fast path reads directly: the caches are not a power of two
+/// apart, so the class would take two instructions more on every hit to become one.
+static C_CACHE: [u16; C_SMALL_MAX / 8 + 1] = cache_offsets(C_CLASS);
+
+/// A table of classes as the offsets of their caches, each checked to fit.
+const fn cache_offsets<const N: usize>(classes: [u8; N]) -> [u16; N] {
+    let mut t = [0u16; N];
+    let mut i = 0;
+    while i < N {
+        let offset = classes[i] as usize * CACHE_SIZE;
+        assert!(
+            offset <= u16::MAX as usize,
+            "a class cache's offset does not fit 16 bits"
+        );
+        t[i] = offset as u16;
+        i += 1;
+    }
+    t
+}
+
 /// Requests of 1,025 bytes to [`MAX_SMALL_SIZE`] (32 KiB) take [`C_CLASS_MEDIUM`] by
 /// `(size - 1,025) / 128`: the size classes there are 128-byte multiples.
 const C_MEDIUM_STEP: usize = 128;
@@ -119,7 +141,7 @@ const C_MEDIUM_MIN: usize = C_SMALL_MAX + 1;
 /// `calloc` of these sizes take the fast path as smaller ones do, without the general router
 /// (the alignment, the medium test, the tables) and without keeping `errno` around a hit,
 /// which makes no system call.
-static C_CLASS_MEDIUM: [u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1] = {
+const C_CLASS_MEDIUM: [u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1] = {
     let mut t = [0u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1];
     let mut size = C_MEDIUM_MIN;
     while size <= MAX_SMALL_SIZE {
@@ -137,12 +159,17 @@ static C_CLASS_MEDIUM: [u8; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1]
     t
 };
 
-/// [`C_CLASS_MEDIUM`]'s class for `size`, or `None` outside 1,025 bytes to 32 KiB.
+/// [`C_CLASS_MEDIUM`] as the offsets of the classes' caches (see [`C_CACHE`]).
+static C_CACHE_MEDIUM: [u16; (MAX_SMALL_SIZE - C_MEDIUM_MIN) / C_MEDIUM_STEP + 1] =
+    cache_offsets(C_CLASS_MEDIUM);
+
+/// The offset of the class cache for `size` ([`C_CACHE_MEDIUM`]), or `None` outside 1,025
+/// bytes to 32 KiB.
 #[inline(always)]
-fn c_medium_class(size: usize) -> Option<usize> {
+fn c_medium_cache(size: usize) -> Option<usize> {
     let above = size.wrapping_sub(C_MEDIUM_MIN);
     // In bounds whenever the test holds, which the compiler sees: no check of its own.
-    (above <= MAX_SMALL_SIZE - C_MEDIUM_MIN).then(|| C_CLASS_MEDIUM[above / C_MEDIUM_STEP] as usize)
+    (above <= MAX_SMALL_SIZE - C_MEDIUM_MIN).then(|| C_CACHE_MEDIUM[above / C_MEDIUM_STEP] as usize)
 }
 
 /// `malloc(size)`: a block of at least `size` bytes (a unique one for 0), aligned to
@@ -162,11 +189,14 @@ fn c_medium_class(size: usize) -> Option<usize> {
 pub fn malloc(size: usize) -> *mut u8 {
     let key = size.wrapping_sub(1);
     if key < C_SMALL_MAX {
-        return crate::heap::alloc_small_with::<false>(
-            C_CLASS[(key >> 3) + 1] as usize,
-            size,
-            |class, size, zeroed| small_miss(size, class, zeroed),
-        );
+        // SAFETY: the table holds the offsets of classes of 8 bytes or more.
+        return unsafe {
+            crate::heap::alloc_small_at::<false>(
+                C_CACHE[(key >> 3) + 1] as usize,
+                size,
+                |class, size, zeroed| small_miss(size, class, zeroed),
+            )
+        };
     }
     alloc_big::<false>(size)
 }
@@ -187,15 +217,16 @@ extern "C" fn small_miss(size: usize, class: usize, zeroed: bool) -> *mut u8 {
 }
 
 /// [`malloc`] (or, when `ZEROED`, [`calloc`]) above the small fast path's sizes (and of 0
-/// bytes): up to 32 KiB the same fast path, by [`C_CLASS_MEDIUM`].
+/// bytes): up to 32 KiB the same fast path, by [`C_CACHE_MEDIUM`].
 #[inline(never)]
 extern "C" fn alloc_big<const ZEROED: bool>(size: usize) -> *mut u8 {
-    match c_medium_class(size) {
-        Some(class) => {
-            crate::heap::alloc_small_with::<ZEROED>(class, size, |class, size, zeroed| {
+    match c_medium_cache(size) {
+        // SAFETY: the table holds the offsets of classes of 8 bytes or more.
+        Some(cache) => unsafe {
+            crate::heap::alloc_small_at::<ZEROED>(cache, size, |class, size, zeroed| {
                 small_miss(size, class, zeroed)
             })
-        }
+        },
         None => alloc_large::<ZEROED>(size),
     }
 }
@@ -240,11 +271,14 @@ pub fn calloc(n: usize, size: usize) -> *mut u8 {
     };
     let key = total.wrapping_sub(1);
     if key < C_SMALL_MAX {
-        return crate::heap::alloc_small_with::<true>(
-            C_CLASS[(key >> 3) + 1] as usize,
-            total,
-            |class, size, zeroed| small_miss(size, class, zeroed),
-        );
+        // SAFETY: the table holds the offsets of classes of 8 bytes or more.
+        return unsafe {
+            crate::heap::alloc_small_at::<true>(
+                C_CACHE[(key >> 3) + 1] as usize,
+                total,
+                |class, size, zeroed| small_miss(size, class, zeroed),
+            )
+        };
     }
     alloc_big::<true>(total)
 }

@@ -90,7 +90,7 @@ mod trimlock;
 
 pub(crate) use central::{central_lens, sweep_all as sweep_abandoned};
 pub(crate) use fast::{
-    alloc_small, alloc_small_with, alloc_tiny, free_block, free_small, free_tiny,
+    alloc_small, alloc_small_at, alloc_tiny, free_block, free_small, free_tiny, CACHE_SIZE,
 };
 #[cfg(specalloc_asm_fast)]
 pub(crate) use fast_asm::{take_tiny, take_wide};
