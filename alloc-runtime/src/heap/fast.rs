@@ -34,11 +34,8 @@ pub(super) unsafe fn alloc_wide_in<const ZEROED: bool>(
     size: usize,
     slow: Slow,
 ) -> *mut u8 {
-    // SAFETY: `heap` is this thread's heap or the sentinel, valid for reads; `class` is a class
-    // of 8 bytes or more (the caller's contract), so its cache is in the heap.
-    let cc = unsafe { raw::at(&raw::as_ref(heap).classes, class) };
-    // SAFETY: forwarded.
-    unsafe { alloc_wide_cc::<ZEROED>(cc, || class, size, slow) }
+    // SAFETY: forwarded; a class's cache is `class * CACHE_SIZE` bytes into the heap.
+    unsafe { alloc_wide_cc::<ZEROED>(heap, class * CACHE_SIZE, || class, size, slow) }
 }
 
 /// The size of a class's cache in the heap: the stride of [`Heap::classes`], by which a caller
@@ -48,26 +45,29 @@ pub(crate) const CACHE_SIZE: usize = size_of::<ClassCache>();
 // A class's offset is its cache's offset in the heap: the caches come first.
 const _: () = assert!(core::mem::offset_of!(Heap, classes) == 0);
 
-/// [`alloc_wide_in`] from the class's cache `cc`; `class` gives the class, which only the miss
-/// and the heap profiler's sampled allocations need (a caller that has only the cache's offset
-/// derives it there).
+/// [`alloc_wide_in`] from the class cache `cache` bytes into `heap` (`class *`
+/// [`CACHE_SIZE`]); `class` gives the class, which only the miss and the heap profiler's
+/// sampled allocations need (a caller that has only the cache's offset derives it there).
 ///
 /// # Safety
-/// As for [`alloc_wide_in`]; `cc` is a class cache of `heap`, of a class of 8 bytes or more.
+/// As for [`alloc_wide_in`]; `cache` is the offset of a class of 8 bytes or more.
 #[inline(always)]
 unsafe fn alloc_wide_cc<const ZEROED: bool>(
-    cc: &ClassCache,
+    heap: *mut Heap,
+    cache: usize,
     class: impl Fn() -> usize,
     size: usize,
     slow: Slow,
 ) -> *mut u8 {
     // Plain casts, comparisons and `raw`'s accessors: in a build without optimisation every
     // method call would be a real call (see `crate::raw`).
-    // SAFETY: `cc` is a class cache of this thread's heap or the sentinel's; both are valid for
-    // reads, and we write only after finding a block, which the sentinel never has. The current
-    // span is owned by this heap (or is the sentinel), so its free list is ours to pop, and it
-    // is current, so its count is ours alone (`add_current`).
+    // SAFETY: `heap` is this thread's heap or the sentinel, whose class caches come first
+    // (`Heap` is `repr(C)`), and `cache` is one's offset; both heaps are valid for reads, and we
+    // write only after finding a block, which the sentinel never has. The current span is owned
+    // by this heap (or is the sentinel), so its free list is ours to pop, and it is current, so
+    // its count is ours alone (`add_current`).
     unsafe {
+        let cc: &ClassCache = raw::as_ref((heap as *const u8).add(cache) as *const ClassCache);
         let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);
         let b = raw::get(&span.free);
         if b as usize == 0 {
@@ -80,7 +80,7 @@ unsafe fn alloc_wide_cc<const ZEROED: bool>(
         #[cfg(not(feature = "profiling"))]
         inc(&cc.allocs);
         #[cfg(feature = "profiling")]
-        if super::count_fires(cc) {
+        if super::count_fires_at(heap as *const u8, cache) {
             cold_path();
             return super::sampled::fire::<ZEROED>(class(), size, span, b);
         }
@@ -158,13 +158,8 @@ pub(crate) unsafe fn alloc_small_at<const ZEROED: bool>(
     size: usize,
     slow: Slow,
 ) -> *mut u8 {
-    let heap = current_heap();
-    // SAFETY: the current heap is this thread's heap or the sentinel, whose class caches come
-    // first (`Heap` is `repr(C)`); `cache` is one's offset (the caller's contract).
-    let cc: &ClassCache =
-        unsafe { raw::as_ref((heap as *const u8).add(cache) as *const ClassCache) };
-    // SAFETY: forwarded.
-    unsafe { alloc_wide_cc::<ZEROED>(cc, || cache / CACHE_SIZE, size, slow) }
+    // SAFETY: the current heap is this thread's heap or the sentinel; `cache` is forwarded.
+    unsafe { alloc_wide_cc::<ZEROED>(current_heap(), cache, || cache / CACHE_SIZE, size, slow) }
 }
 
 /// Allocates a 4-byte block of the tiny class (objects of 1 to 4 bytes) through the generic

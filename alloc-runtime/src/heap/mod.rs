@@ -386,16 +386,26 @@ fn inc(c: &AtomicU64) {
 #[cfg(feature = "profiling")]
 #[inline(always)]
 fn count_fires(cc: &ClassCache) -> bool {
+    count_fires_at(cc as *const ClassCache as *const u8, 0)
+}
+
+/// [`count_fires`] of the class cache `cache` bytes past `base` (a heap and a cache's offset
+/// in it, which the instruction adds itself: the caller need not add them first).
+#[cfg(feature = "profiling")]
+#[inline(always)]
+fn count_fires_at(base: *const u8, cache: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: the owner is the counter's only writer. An aligned 8-byte `add` to memory
-        // reads and writes the word single-copy atomically, so a reader on another thread sees
-        // the old or the new value, as with `inc`'s load and store.
+        // SAFETY: `base + cache` is a class cache (the callers'); its owner is the counter's
+        // only writer. An aligned 8-byte `add` to memory reads and writes the word single-copy
+        // atomically, so a reader on another thread sees the old or the new value, as with
+        // `inc`'s load and store.
         unsafe {
             core::arch::asm!(
-                "add qword ptr [{cc} + {allocs}], 1",
+                "add qword ptr [{base} + {cache} + {allocs}], 1",
                 "jz {fired}",
-                cc = in(reg) cc as *const ClassCache,
+                base = in(reg) base,
+                cache = in(reg) cache,
                 allocs = const core::mem::offset_of!(ClassCache, allocs),
                 fired = label { return true; },
                 options(nostack),
@@ -405,6 +415,8 @@ fn count_fires(cc: &ClassCache) -> bool {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        // SAFETY: as above: a class cache, whose counter its owner alone writes.
+        let cc = unsafe { &*(base.add(cache) as *const ClassCache) };
         let v = crate::raw::load_u64(&cc.allocs).wrapping_add(1);
         crate::raw::store_u64(&cc.allocs, v);
         v == 0
