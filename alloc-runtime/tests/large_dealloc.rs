@@ -5,8 +5,9 @@
 //! are told apart from the blocks of spans by the layout. This checks that each such free gives
 //! the object's bytes back (the stats' `large_bytes` and `large_objects`), on the thread that
 //! allocated it, on a thread with a heap of its own, and on a thread whose first allocator call
-//! it is (no heap yet), and that the small classes are untouched (no block of a run lands on a
-//! class's free list). One test function: the large-object counters are process-wide.
+//! it is (no heap yet), and that the small classes still hand out distinct blocks after them.
+//! One test function: the large-object counters are process-wide. (The small classes' counters
+//! are not compared around a free: the test harness's main thread may allocate meanwhile.)
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::sync::mpsc;
@@ -34,14 +35,6 @@ fn layouts() -> Vec<Layout> {
 fn large() -> (u64, usize) {
     let s = stats();
     (s.large_objects, s.large_bytes)
-}
-
-/// The allocations and frees counted in the small classes and the tiny class.
-fn small_counts() -> (u64, u64) {
-    let s = stats();
-    let a = s.classes.iter().map(|c| c.allocs).sum::<u64>() + s.tiny_allocs;
-    let f = s.classes.iter().map(|c| c.frees).sum::<u64>() + s.tiny_frees;
-    (a, f)
 }
 
 /// Allocates `layout`, checks its alignment and writes it whole.
@@ -89,14 +82,8 @@ fn dealloc_frees_large_objects_on_any_thread() {
         let held = large();
         assert_eq!(held.0, before.0 + 1, "{layout:?}: not counted as large");
         assert!(held.1 >= before.1 + layout.size(), "{layout:?}: bytes");
-        let small = small_counts();
         give(p, layout);
         assert_eq!(large(), before, "{layout:?}: not freed on its own thread");
-        assert_eq!(
-            small_counts(),
-            small,
-            "{layout:?}: counted in a small class"
-        );
 
         // On another thread, which has a heap (it allocated a small block first).
         let p = take(layout);
@@ -104,13 +91,7 @@ fn dealloc_frees_large_objects_on_any_thread() {
         let t = std::thread::spawn(move || {
             let keep = Box::new([7u64; 4]);
             let p = rx.recv().unwrap();
-            let small = small_counts();
             give(p, layout);
-            assert_eq!(
-                small_counts(),
-                small,
-                "{layout:?}: counted in a small class"
-            );
             assert_eq!(keep[3], 7);
         });
         tx.send(p).unwrap();
