@@ -224,11 +224,10 @@ impl Span {
     pub(crate) unsafe fn drop_used(&self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: the owner is the count's only writer. An aligned 4-byte `sub` to memory
-            // reads and writes the word single-copy atomically (a reader sees the old or the new
-            // count), and on x86_64 its store is ordered after the caller's earlier stores (the
-            // freed block's link), as a release store; the asm is a compiler barrier for memory
-            // (no `nomem`), so those stores are not moved past it.
+            // The asm is a compiler barrier for memory (no `nomem`): the caller's earlier stores
+            // (the freed block's link) are not moved past it, and x86_64 orders them before it.
+            // SAFETY: the owner alone writes the count; an aligned 4-byte `sub` is single-copy
+            // atomic (readers see the old or the new count) and a release store on x86_64.
             unsafe {
                 core::arch::asm!(
                     "sub dword ptr [{s} + {used}], 1",

@@ -162,10 +162,9 @@ impl core::ops::DerefMut for Held {
 #[inline(always)]
 pub(crate) fn capture(pcs: &mut [usize; MAX_DEPTH]) -> usize {
     let mut n = 0;
-    // SAFETY: the unsynchronised walk is safe when no other thread runs `backtrace`'s
-    // synchronised functions at the same time on this unwinder's state; the libunwind backend
-    // (`_Unwind_Backtrace`) keeps no state of its own between walks, so concurrent walks, ours
-    // or the program's, are independent.
+    // The libunwind backend (`_Unwind_Backtrace`) keeps no state of its own between walks.
+    // SAFETY: so concurrent walks, ours or the program's, are independent, which is what the
+    // unsynchronised walk needs.
     unsafe {
         backtrace::trace_unsynchronized(|f| {
             let ip = f.ip() as usize;
