@@ -61,11 +61,9 @@ unsafe fn alloc_wide_cc<const ZEROED: bool>(
 ) -> *mut u8 {
     // Plain casts, comparisons and `raw`'s accessors: in a build without optimisation every
     // method call would be a real call (see `crate::raw`).
-    // SAFETY: `heap` is this thread's heap or the sentinel, whose class caches come first
-    // (`Heap` is `repr(C)`), and `cache` is one's offset; both heaps are valid for reads, and we
-    // write only after finding a block, which the sentinel never has. The current span is owned
-    // by this heap (or is the sentinel), so its free list is ours to pop, and it is current, so
-    // its count is ours alone (`add_current`).
+    // SAFETY: `heap + cache` is a class cache of this thread's heap or the sentinel (caches
+    // first, `repr(C)`); we write only after finding a block (the sentinel has none), and the
+    // current span's list and count are this heap's alone (`add_current`).
     unsafe {
         let cc: &ClassCache = raw::as_ref((heap as *const u8).add(cache) as *const ClassCache);
         let span: &Span = raw::as_ref(raw::get(&cc.current) as *const Span);
@@ -114,7 +112,7 @@ pub(super) unsafe fn alloc_tiny_in<const ZEROED: bool>(heap: *mut Heap, slow: Sl
         #[cfg(not(feature = "profiling"))]
         inc(&cc.allocs);
         #[cfg(feature = "profiling")]
-        if super::count_fires(cc) {
+        if super::count_fires_at(heap as *const u8, TINY_CLASS * CACHE_SIZE) {
             cold_path();
             return super::sampled::fire::<ZEROED>(TINY_CLASS, TINY_SIZE, span, b);
         }

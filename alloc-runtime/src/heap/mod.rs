@@ -380,26 +380,19 @@ fn inc(c: &AtomicU64) {
     add(c, 1);
 }
 
-/// [`inc`] that tells whether the counter wrapped to zero (the heap profiler's countdown of a
-/// class reached its next sampled allocation, see `sampled.rs`): one `add` to memory and a
-/// branch on its flags.
-#[cfg(feature = "profiling")]
-#[inline(always)]
-fn count_fires(cc: &ClassCache) -> bool {
-    count_fires_at(cc as *const ClassCache as *const u8, 0)
-}
-
-/// [`count_fires`] of the class cache `cache` bytes past `base` (a heap and a cache's offset
-/// in it, which the instruction adds itself: the caller need not add them first).
+/// [`inc`] of the allocation counter of the class cache `cache` bytes past `base` (a heap and
+/// a cache's offset in it, which the instruction adds itself: the caller need not add them
+/// first) that tells whether it wrapped to zero (the heap profiler's countdown of a class
+/// reached its next sampled allocation, see `sampled.rs`): one `add` to memory and a branch on
+/// its flags.
 #[cfg(feature = "profiling")]
 #[inline(always)]
 fn count_fires_at(base: *const u8, cache: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: `base + cache` is a class cache (the callers'); its owner is the counter's
-        // only writer. An aligned 8-byte `add` to memory reads and writes the word single-copy
-        // atomically, so a reader on another thread sees the old or the new value, as with
-        // `inc`'s load and store.
+        // SAFETY: `base + cache` is a class cache (the callers'), whose owner alone writes the
+        // counter; an aligned 8-byte `add` is single-copy atomic, so readers see the old or the
+        // new value, as with `inc`'s load and store.
         unsafe {
             core::arch::asm!(
                 "add qword ptr [{base} + {cache} + {allocs}], 1",

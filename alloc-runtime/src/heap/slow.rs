@@ -71,7 +71,7 @@ fn take_current<G>(
     #[cfg(not(feature = "profiling"))]
     inc(&h.classes[class].allocs);
     #[cfg(feature = "profiling")]
-    if super::count_fires(&h.classes[class]) {
+    if super::count_fires_at(h as *const Heap as *const u8, class * super::CACHE_SIZE) {
         drop(inside);
         // SAFETY: `b` was just popped from `s`, `h`'s current span, and counted.
         return unsafe { super::sampled::fire_in(h, class, size, zeroed, s, b) };
