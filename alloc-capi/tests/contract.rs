@@ -1,6 +1,6 @@
 //! Every exported function's contract (`tests/c/contract.c`, compiled here with `cc`, run with
-//! `libspecalloc.so` preloaded), and C++'s `new`/`delete` reaching specalloc through
-//! libstdc++ (`tests/c/newdelete.cpp`). Skipped, with a line, where no compiler is installed.
+//! `libspecalloc.so` preloaded), and C++'s `new`/`delete`, which the library defines
+//! (`tests/c/newdelete.cpp`). Skipped, with a line, where no compiler is installed.
 
 mod common;
 
@@ -46,6 +46,7 @@ fn cpp_new_delete() {
     let out = String::from_utf8_lossy(&o.stdout);
     print!("{out}");
     for form in [
+        "ok operators are specalloc's",
         "ok new delete",
         "ok new[] delete[]",
         "ok sized delete",
@@ -54,6 +55,8 @@ fn cpp_new_delete() {
         "ok nothrow new",
         "ok containers",
         "ok bad_alloc",
+        "ok new-handler and failures",
+        "ok bad alignment",
     ] {
         assert!(out.contains(form), "missing `{form}` in:\n{out}");
     }

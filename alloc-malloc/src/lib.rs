@@ -15,8 +15,8 @@
 //! `__libc_valloc`, `__libc_pvalloc`, the old `cfree`, and C23's `free_sized` and
 //! `free_aligned_sized` (glibc 2.39): every allocation entry point glibc exports at its default
 //! version.
-//! C++'s `operator new` and `delete` (plain, sized, aligned) reach it through libstdc++, which
-//! forwards them to `malloc`, `aligned_alloc` and `free`. `include/specalloc.h` declares what
+//! It also exports C++'s `operator new` and `operator delete` in all their forms ([`cxx`]).
+//! `include/specalloc.h` declares what
 //! C code can call beyond that: [`specalloc_stats`], [`specalloc_stats_print`],
 //! [`specalloc_collect`] and [`specalloc_background_purge`].
 //!
@@ -39,7 +39,8 @@
 //!
 //! # Robustness
 //!
-//! Nothing on these paths allocates, panics, or looks a symbol up (`dlsym`): a call before
+//! Nothing on these paths allocates, panics, or looks a symbol up (`dlsym`; a C++ `new` that
+//! gets no memory does, to hand the failure to the C++ runtime, [`cxx`]): a call before
 //! `main` (from the dynamic loader, libc's own start-up, other libraries' constructors), a
 //! `free(NULL)` or `realloc` as the very first call, and a call from a thread that has just
 //! started or is exiting all take the same code. Thread-local state is two plain words per
@@ -55,6 +56,8 @@ use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use specalloc_runtime::cabi;
+
+pub mod cxx;
 
 /// The OS page, for `valloc` and `pvalloc`.
 const OS_PAGE: usize = 4096;
@@ -480,6 +483,7 @@ pub extern "C" fn specalloc_background_purge(interval_ms: u64) -> c_int {
 #[doc(hidden)]
 pub struct Keep {
     _fns: [*const (); 25],
+    _cxx: [*const (); 20],
 }
 
 // SAFETY: the pointers are never dereferenced or called through this value.
@@ -516,4 +520,5 @@ pub static KEEP: Keep = Keep {
         specalloc_collect as *const (),
         specalloc_background_purge as *const (),
     ],
+    _cxx: cxx::FNS,
 };

@@ -83,7 +83,7 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
 }
 
 /// Requests up to this size (1 KiB) take [`C_CLASS`]: one table load to their size class.
-const C_SMALL_MAX: usize = 1024;
+pub(crate) const C_SMALL_MAX: usize = 1024;
 
 /// The size class of a C request of 1 to 1,024 bytes at its [`default_align`], by
 /// `(size + 7) / 8`: the class [`route`] gives every size of the bucket (checked below), so
@@ -111,7 +111,7 @@ const C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
 /// [`C_CLASS`] as the offsets of the classes' caches in a thread's heap (`class *`
 /// [`CACHE_SIZE`]), which the fast path reads directly: the caches are not a power of two
 /// apart, so the class would take two instructions more on every hit to become one.
-static C_CACHE: [u16; C_SMALL_MAX / 8 + 1] = cache_offsets(C_CLASS);
+pub(crate) static C_CACHE: [u16; C_SMALL_MAX / 8 + 1] = cache_offsets(C_CLASS);
 
 /// A table of classes as the offsets of their caches, each checked to fit.
 const fn cache_offsets<const N: usize>(classes: [u8; N]) -> [u16; N] {
@@ -208,7 +208,7 @@ pub fn malloc(size: usize) -> *mut u8 {
 /// hit moves no register to keep it for the miss.
 #[cold]
 #[inline(never)]
-extern "C" fn small_miss(size: usize, class: usize, zeroed: bool) -> *mut u8 {
+pub(crate) extern "C" fn small_miss(size: usize, class: usize, zeroed: bool) -> *mut u8 {
     let p = {
         let _errno = KeepErrno::new();
         crate::heap::alloc_slow(class, size, zeroed)
@@ -219,7 +219,7 @@ extern "C" fn small_miss(size: usize, class: usize, zeroed: bool) -> *mut u8 {
 /// [`malloc`] (or, when `ZEROED`, [`calloc`]) above the small fast path's sizes (and of 0
 /// bytes): up to 32 KiB the same fast path, by [`C_CACHE_MEDIUM`].
 #[inline(never)]
-extern "C" fn alloc_big<const ZEROED: bool>(size: usize) -> *mut u8 {
+pub(crate) extern "C" fn alloc_big<const ZEROED: bool>(size: usize) -> *mut u8 {
     match c_medium_cache(size) {
         // SAFETY: the table holds the offsets of classes of 8 bytes or more.
         Some(cache) => unsafe {

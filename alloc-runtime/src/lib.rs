@@ -100,6 +100,7 @@ compile_error!(
 );
 
 pub mod cabi;
+pub mod cabi_new;
 #[cfg(feature = "checked")]
 mod checked;
 mod chunk;

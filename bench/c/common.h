@@ -19,6 +19,25 @@
 
 #define CACHE_LINE 64
 
+/* A workload that C++ compiles too (larsonspawn.c as `larsonsized`) declares its per-thread
+ * state's alignment with ALIGN_LINE. */
+#ifdef __cplusplus
+#define ALIGN_LINE alignas(CACHE_LINE)
+#else
+#define ALIGN_LINE _Alignas(CACHE_LINE)
+#endif
+
+/* A working set's blocks: malloc and free, or, compiled as C++ with SIZED defined, C++'s
+ * `new[]` and sized `delete[]` (the field's larson-sized: a C++ server's allocations reach the
+ * allocator through operator new and delete). */
+#if defined(__cplusplus) && defined(SIZED)
+#define BLOCK_NEW(n) (new unsigned char[n])
+#define BLOCK_DELETE(p, n) (::operator delete[]((p), (n)))
+#else
+#define BLOCK_NEW(n) ((unsigned char *)malloc(n))
+#define BLOCK_DELETE(p, n) free(p)
+#endif
+
 static inline uint64_t rng_next(uint64_t *x) {
     *x ^= *x << 13;
     *x ^= *x >> 7;
@@ -41,9 +60,9 @@ static inline void replace_slot(unsigned char **slot, size_t *len, size_t k, siz
                                 unsigned char mark, uint64_t *sum) {
     if (slot[k]) {
         *sum += slot[k][0] + slot[k][len[k] - 1];
-        free(slot[k]);
+        BLOCK_DELETE(slot[k], len[k]);
     }
-    unsigned char *b = malloc(n);
+    unsigned char *b = BLOCK_NEW(n);
     DIE_IF(!b);
     b[0] = mark;
     b[n - 1] = (unsigned char)n;
@@ -90,7 +109,7 @@ static inline void *cache_aligned(size_t n, size_t size) {
 
 /* Runs fn(args + i * stride) for i in 0..n, each on a thread of its own, and joins them. */
 static inline void run_threads(int n, void *(*fn)(void *), void *args, size_t stride) {
-    pthread_t *t = malloc((size_t)n * sizeof *t);
+    pthread_t *t = (pthread_t *)malloc((size_t)n * sizeof *t);
     DIE_IF(!t);
     for (int i = 0; i < n; i++)
         DIE_IF(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * stride) != 0);

@@ -5,8 +5,10 @@
  * successor, which inherits the set, and exits without being joined: 20 generations. So the
  * blocks the main thread allocated are freed by workers while it sleeps, and a finished worker
  * may still be exiting while its successor runs. The replacements are split between the
- * workers: 20 million at scale 1, whatever the thread count. */
-#include <stdatomic.h>
+ * workers: 20 million at scale 1, whatever the thread count.
+ *
+ * Compiled as C++ with SIZED defined it is `larsonsized`, the field's larson-sized: the same
+ * work with the blocks from `new[]` and freed with sized `delete[]`. */
 #include <time.h>
 #include "common.h"
 
@@ -16,7 +18,7 @@
 #define MAX_SIZE 1000
 
 struct set {
-    _Alignas(CACHE_LINE) unsigned char *b[SET];
+    ALIGN_LINE unsigned char *b[SET];
     size_t len[SET];
     uint64_t rng;
     uint64_t sum;
@@ -24,13 +26,14 @@ struct set {
     int generation;
 };
 
-static atomic_int done;
+/* Chains done (GCC's atomic builtins, which C and C++ both have). */
+static int done;
 static pthread_attr_t detached;
 
 static size_t block_size(uint64_t r) { return MIN_SIZE + (r >> 24) % (MAX_SIZE - MIN_SIZE + 1); }
 
 static void *serve(void *arg) {
-    struct set *s = arg;
+    struct set *s = (struct set *)arg;
     for (long i = 0; i < s->rounds; i++) {
         uint64_t r = rng_next(&s->rng);
         size_t k = r % SET;
@@ -41,7 +44,7 @@ static void *serve(void *arg) {
         pthread_t t;
         DIE_IF(pthread_create(&t, &detached, serve, s) != 0);
     } else {
-        atomic_fetch_add(&done, 1);
+        __atomic_fetch_add(&done, 1, __ATOMIC_SEQ_CST);
     }
     return NULL;
 }
@@ -49,7 +52,7 @@ static void *serve(void *arg) {
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
     long rounds = share(GENERATIONS * 1000000 * scale(argc, argv), GENERATIONS * threads);
-    struct set *sets = cache_aligned((size_t)threads, sizeof *sets);
+    struct set *sets = (struct set *)cache_aligned((size_t)threads, sizeof *sets);
     uint64_t rng = 4141;
     for (int i = 0; i < threads; i++) {
         sets[i].rng = (uint64_t)i + 1;
@@ -82,16 +85,20 @@ int main(int argc, char **argv) {
         DIE_IF(pthread_create(&t, &detached, serve, &sets[i]) != 0);
     }
     /* Sleep until every chain is done. */
-    while (atomic_load(&done) < threads) {
+    while (__atomic_load_n(&done, __ATOMIC_SEQ_CST) < threads) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
     uint64_t sum = 0;
     for (int i = 0; i < threads; i++) {
         sum += sets[i].sum;
-        for (int k = 0; k < SET; k++) free(sets[i].b[k]);
+        for (int k = 0; k < SET; k++) BLOCK_DELETE(sets[i].b[k], sets[i].len[k]);
     }
     free(sets);
+#ifdef SIZED
+    report("larsonsized", threads, rounds * GENERATIONS * threads, "allocations", sum);
+#else
     report("larsonspawn", threads, rounds * GENERATIONS * threads, "allocations", sum);
+#endif
     return 0;
 }

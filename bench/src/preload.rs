@@ -205,17 +205,27 @@ pub fn have(prog: &str) -> bool {
 
 /// Compiles the C workload `bench/c/<name>.c` with `cc -O2 -Wall -Wextra -pthread` into
 /// `<dir>/<name>`; returns its path and the compiler's warnings (empty: the workloads compile
-/// without any, which the bench's tests check).
+/// without any, which the bench's tests check). `larsonsized` is `larsonspawn.c` compiled as
+/// C++ (`c++ -x c++ -DSIZED`): its blocks come from `new[]` and go back by sized `delete[]`.
 pub fn compile(root: &Path, name: &str, dir: &Path) -> Result<(PathBuf, String), String> {
-    if !have("cc") {
-        return Err("cc is needed to build the C workloads".into());
+    let (compiler, source, extra): (&str, String, &[&str]) = match name {
+        "larsonsized" => (
+            "c++",
+            "larsonspawn.c".into(),
+            &["-x", "c++", "-std=c++17", "-DSIZED", "-fsized-deallocation"],
+        ),
+        _ => ("cc", format!("{name}.c"), &[]),
+    };
+    if !have(compiler) {
+        return Err(format!("{compiler} is needed to build the C workloads"));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = dir.join(name);
-    let mut cmd = Command::new("cc");
-    cmd.args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
+    let mut cmd = Command::new(compiler);
+    cmd.args(extra)
+        .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
         .arg(&exe)
-        .arg(root.join("bench/c").join(format!("{name}.c")));
+        .arg(root.join("bench/c").join(source));
     let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
     let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
     if !out.status.success() {

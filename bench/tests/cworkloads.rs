@@ -74,6 +74,8 @@ fn every_workload_compiles_without_warnings() {
         .collect();
     names.sort();
     assert!(names.len() >= 10, "{names:?}");
+    // larsonspawn.c again, as C++.
+    names.push("larsonsized".into());
     for name in &names {
         let (exe, warnings) = preload::compile(&root(), name, &dir).unwrap();
         assert!(exe.is_file(), "{name}");
@@ -97,6 +99,7 @@ fn workloads_agree_under_specalloc_and_glibc() {
     for (name, scale) in [
         ("larson", "0.01"),
         ("larsonspawn", "0.01"),
+        ("larsonsized", "0.01"),
         ("prodcons", "0.01"),
         ("medium", "0.01"),
         ("xmalloc", "0.01"),

@@ -1,6 +1,9 @@
-// C++'s new and delete (plain, array, sized, aligned, nothrow) reach specalloc through
-// libstdc++'s forwarding to malloc, aligned_alloc and free: run with libspecalloc.so preloaded
-// (tests/contract.rs), it checks that each form is counted by specalloc's statistics.
+// C++'s new and delete (plain, array, sized, aligned, nothrow) are specalloc's own: run with
+// libspecalloc.so preloaded (tests/contract.rs), it checks that every form resolves to the
+// library, that each is counted by specalloc's statistics, and that a `new` that gets no memory
+// behaves as the C++ runtime's (the new-handler, std::bad_alloc, null for the nothrow forms).
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -47,8 +50,40 @@ template <typename F> static void counted(const char *what, unsigned n, F f) {
     std::printf("ok %s\n", what);
 }
 
+// Every replaceable allocation function, by its Itanium ABI name.
+static const char *const OPERATORS[] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+    "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+    "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t",
+    "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+static int handler_calls;
+
+// A new-handler that gives up on its second call: the first call is a retry, the second
+// removes the handler, so that the next failure throws (or returns null).
+static void handler() {
+    if (++handler_calls >= 2) std::set_new_handler(nullptr);
+}
+
+// More than any allocator can give: operator new sees it, where `new char[n]` would be refused
+// by the compiler's own size check first.
+static const std::size_t HUGE = SIZE_MAX / 2;
+
 int main() {
     CHECK(specalloc_stats != nullptr);
+    for (const char *name : OPERATORS) {
+        void *f = dlsym(RTLD_DEFAULT, name);
+        Dl_info info;
+        CHECK(f != nullptr && dladdr(f, &info) != 0 && info.dli_fname != nullptr);
+        if (std::strstr(info.dli_fname, "libspecalloc") == nullptr) {
+            std::fprintf(stderr, "%s resolves to %s\n", name, info.dli_fname);
+            std::exit(1);
+        }
+    }
+    std::printf("ok operators are specalloc's\n");
     counted("new delete", 1, [] {
         int *p = new int(42);
         CHECK(*p == 42);
@@ -107,5 +142,64 @@ int main() {
     }
     CHECK(threw);
     std::printf("ok bad_alloc\n");
+
+    // Each failing form: the handler is called between tries, then the runtime's answer.
+    struct {
+        const char *what;
+        bool nothrow;
+        void *(*call)();
+    } failing[] = {
+        {"new", false, [] { return ::operator new(HUGE); }},
+        {"new[]", false, [] { return ::operator new[](HUGE); }},
+        {"nothrow new", true, [] { return ::operator new(HUGE, std::nothrow); }},
+        {"nothrow new[]", true, [] { return ::operator new[](HUGE, std::nothrow); }},
+        {"aligned new", false, [] { return ::operator new(HUGE, std::align_val_t(64)); }},
+        {"aligned new[]", false, [] { return ::operator new[](HUGE, std::align_val_t(64)); }},
+        {"aligned nothrow new", true,
+         [] { return ::operator new(HUGE, std::align_val_t(64), std::nothrow); }},
+        {"aligned nothrow new[]", true,
+         [] { return ::operator new[](HUGE, std::align_val_t(64), std::nothrow); }},
+    };
+    for (auto &f : failing) {
+        handler_calls = 0;
+        std::set_new_handler(handler);
+        bool threw_now = false;
+        void *p = nullptr;
+        try {
+            p = f.call();
+        } catch (const std::bad_alloc &) {
+            threw_now = true;
+        }
+        CHECK(p == nullptr);
+        CHECK(threw_now == !f.nothrow);
+        if (handler_calls != 2) {
+            std::fprintf(stderr, "%s: the new-handler ran %d times\n", f.what, handler_calls);
+            std::exit(1);
+        }
+        CHECK(std::get_new_handler() == nullptr);
+    }
+    std::printf("ok new-handler and failures\n");
+
+    // A handler that frees what the program held lets the retry succeed.
+    {
+        handler_calls = 0;
+        std::set_new_handler([] { handler_calls++; });
+        std::size_t big = std::size_t(1) << 20;
+        void *p = ::operator new(big);
+        std::memset(p, 7, big);
+        std::set_new_handler(nullptr);
+        ::operator delete(p, big);
+        CHECK(handler_calls == 0);
+    }
+    // An alignment that is not a power of two is refused, as libstdc++ refuses it.
+    bool refused = false;
+    try {
+        void *p = ::operator new(64, std::align_val_t(48));
+        ::operator delete(p, std::align_val_t(48));
+    } catch (const std::bad_alloc &) {
+        refused = true;
+    }
+    CHECK(refused);
+    std::printf("ok bad alignment\n");
     return 0;
 }

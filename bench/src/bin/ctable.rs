@@ -7,7 +7,7 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the thirteen C workloads of `bench/c/` with `cc -O2`, and finds
+//! directory of its own), compiles the fourteen C workloads of `bench/c/` with `cc -O2` (one of them as C++), and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
@@ -15,7 +15,8 @@
 //! with a line (all of this is [`specalloc_bench::preload`], which the scaling table shares).
 //! The C workloads: mixed-size churn (`churn`), a Larson-style server (`larson`, 2 threads),
 //! larson as the field's suite runs it, with workers that start their successors and exit
-//! unjoined while the main thread sleeps (`larsonspawn`, 2 threads),
+//! unjoined while the main thread sleeps (`larsonspawn`, 2 threads), the same in C++ with `new[]`
+//! and sized `delete[]`, as the field's larson-sized (`larsonsized`, 2 threads),
 //! producer/consumer pairs (`prodcons`, 4 threads), medium sizes across threads after rptest
 //! (`medium`, 2 threads), string building (`strings`), binary trees
 //! (`bintree`), realloc-grown buffers (`reallocbuf`), a cross-thread exchange after
@@ -174,10 +175,11 @@ fn relative_to_glibc(
 }
 
 /// The C workloads of `bench/c/` the table runs, each at its default scale and thread count.
-const C_WORKLOADS: [&str; 13] = [
+const C_WORKLOADS: [&str; 14] = [
     "churn",
     "larson",
     "larsonspawn",
+    "larsonsized",
     "prodcons",
     "medium",
     "strings",

@@ -16,6 +16,8 @@
 //! * `larsonspawn`: larson as the field's benchmark suite runs it: the main thread allocates
 //!   every set, shuffles the blocks and sleeps while the workers free them; each worker starts
 //!   its successor and exits without being joined;
+//! * `larsonsized`: `larsonspawn` compiled as C++, its blocks from `new[]` and freed by sized
+//!   `delete[]`, as the field's larson-sized;
 //! * `prodcons`: producer/consumer pairs, every message freed by the other thread of its pair;
 //! * `medium`: medium sizes across threads (after rptest): blocks of 8 B to 16 KB replaced at
 //!   random, and batches of them sent round a ring to be freed by the next thread;
@@ -36,7 +38,7 @@
 //! Outputs: the tables on stdout and in `<out>/results.md`, and the throughput per thread count
 //! of every program in `<out>/scaling.svg` (`<out>` is `target/scaling` unless `--out`).
 //!
-//! How long: a round runs each program at each thread count on each allocator (7 × 5 × 7 = 245
+//! How long: a round runs each program at each thread count on each allocator (8 × 5 × 7 = 280
 //! runs; glibc's take 0.04–1.7 s, about 25 s a round in all, and most peers' less): about 2.5
 //! minutes a round on a 2-core machine, so the default 5 rounds take about 12 minutes.
 //! `--quick` (2 rounds at a tenth of the work) took 23 s of runs on a loaded 2-core machine,
@@ -70,7 +72,7 @@ impl Workload {
     }
 }
 
-const WORKLOADS: [Workload; 7] = [
+const WORKLOADS: [Workload; 8] = [
     Workload {
         name: "larson",
         what: "Larson-style server: threads replace blocks of their own set; the sets move to \
@@ -81,6 +83,12 @@ const WORKLOADS: [Workload; 7] = [
         name: "larsonspawn",
         what: "larson as the field's suite runs it: the main thread allocates the sets and \
                sleeps; each worker starts its successor and exits unjoined",
+        scale: 2.0,
+    },
+    Workload {
+        name: "larsonsized",
+        what: "larsonspawn in C++, as the field's larson-sized: blocks from new[], freed by sized \
+               delete[]",
         scale: 2.0,
     },
     Workload {
@@ -142,8 +150,8 @@ fn usage() -> Usage {
                 \x20                  not a measurement\n\
                 \x20 --threads LIST   thread counts, comma-separated (default 1,2,4,8,16)\n\
                 \x20 --programs LIST  programs, comma-separated (default all: larson, larsonspawn, \
-                prodcons,\n\
-                \x20                  medium, xmalloc, mallocthread, falseshare)\n\
+                larsonsized,\n\
+                \x20                  prodcons, medium, xmalloc, mallocthread, falseshare)\n\
                 \x20 --scale F        multiplies every program's work (default 1; 0.1 with \
                 --quick)\n\
                 \x20 --out DIR        where results.md and scaling.svg go (default \
