@@ -53,7 +53,8 @@ pub const fn class_size(class: usize) -> usize {
     CLASS_SIZE[class] as usize
 }
 
-/// The least bytes a span of a class spans: 64 KiB, as mimalloc's small pages.
+/// The least bytes a span of a class spans: 64 KiB, as mimalloc's small pages (more for the
+/// classes over 2 KiB: [`span_min_bytes`]).
 ///
 /// Go's spans are one 8 KiB page for most classes up to 1 KiB, which suits a collector that
 /// sweeps spans; a thread that churns a class needs room in its span, or it moves to another
@@ -62,14 +63,55 @@ pub const fn class_size(class: usize) -> usize {
 /// sent a tenth of the allocations to the refill path and took 1.8–1.9× the time of these.
 pub const SPAN_MIN_BYTES: usize = 64 << 10;
 
+/// The blocks a span holds at least, where that takes more than [`SPAN_MIN_BYTES`] (classes
+/// over 2 KiB), up to [`SPAN_BLOCKS_CAP_BYTES`].
+///
+/// A span of a few blocks sends its thread to the refill path every few allocations, and its
+/// blocks that other threads free go back a few at a time, each batch its own atomic push. In C
+/// `medium` (blocks of 8 B to 16 KB, half of them freed by another thread) 64 KiB spans, four
+/// blocks of the 16 KiB class, took 1.12–1.14× the time of these at 2 and at 16 threads, for
+/// about the same peak RSS at 16 (a tenth less at 2).
+pub const SPAN_MIN_BLOCKS: usize = 32;
+
+/// The most bytes [`SPAN_MIN_BLOCKS`] asks a span for: 256 KiB (8 blocks of 32 KiB).
+pub const SPAN_BLOCKS_CAP_BYTES: usize = 256 << 10;
+
+/// The least bytes a span of class `class` spans: [`SPAN_MIN_BYTES`], or room for
+/// [`SPAN_MIN_BLOCKS`] blocks where that is more, but no more than [`SPAN_BLOCKS_CAP_BYTES`].
+#[inline(always)]
+pub const fn span_min_bytes(class: usize) -> usize {
+    let blocks = SPAN_MIN_BLOCKS * CLASS_SIZE[class] as usize;
+    if blocks <= SPAN_MIN_BYTES {
+        SPAN_MIN_BYTES
+    } else if blocks >= SPAN_BLOCKS_CAP_BYTES {
+        SPAN_BLOCKS_CAP_BYTES
+    } else {
+        blocks
+    }
+}
+
 /// Pages per span of class `class`: Go's count ([`CLASS_PAGES`]) times the least whole factor
-/// that makes the span at least [`SPAN_MIN_BYTES`], so the tail a span wastes stays Go's share.
+/// that makes the span at least [`span_min_bytes`], so the tail a span wastes stays Go's share.
+/// (A table: one load, also in a build without optimisation, whose stack the slow paths share.)
 #[inline(always)]
 pub const fn class_pages(class: usize) -> usize {
-    let go = CLASS_PAGES[class] as usize;
-    let min = SPAN_MIN_BYTES / PAGE_SIZE;
-    go * min.div_ceil(go)
+    SPAN_PAGES[class] as usize
 }
+
+/// [`class_pages`] of every class.
+const SPAN_PAGES: [u8; NUM_CLASSES] = {
+    let mut t = [0u8; NUM_CLASSES];
+    let mut c = 1;
+    while c < NUM_CLASSES {
+        let go = CLASS_PAGES[c] as usize;
+        let min = span_min_bytes(c).div_ceil(PAGE_SIZE);
+        let pages = go * min.div_ceil(go);
+        assert!(pages <= u8::MAX as usize);
+        t[c] = pages as u8;
+        c += 1;
+    }
+    t
+};
 
 /// Bytes per span of class `class`.
 #[inline(always)]
@@ -356,21 +398,39 @@ mod tests {
     }
 
     #[test]
-    fn spans_are_gos_times_a_whole_factor_of_at_least_64_kib() {
+    fn spans_are_gos_times_a_whole_factor_of_at_least_the_minimum() {
         for (c, &go) in CLASS_PAGES.iter().enumerate().skip(1) {
             let go = go as usize;
+            let min = span_min_bytes(c);
             assert_eq!(class_pages(c) % go, 0, "class {c}");
-            assert!(span_bytes(c) >= SPAN_MIN_BYTES, "class {c}");
+            assert!(span_bytes(c) >= min, "class {c}");
             // The least such multiple: one factor fewer is under the minimum.
-            assert!(span_bytes(c) - go * PAGE_SIZE < SPAN_MIN_BYTES, "class {c}");
+            assert!(span_bytes(c) - go * PAGE_SIZE < min, "class {c}");
+            // The minimum: 64 KiB, or 32 blocks up to 256 KiB.
+            assert!(
+                (SPAN_MIN_BYTES..=SPAN_BLOCKS_CAP_BYTES).contains(&min),
+                "class {c}"
+            );
+            assert!(
+                min == SPAN_MIN_BYTES
+                    || min == SPAN_BLOCKS_CAP_BYTES
+                    || min == SPAN_MIN_BLOCKS * class_size(c),
+                "class {c}"
+            );
+            assert!(class_objects(c) >= SPAN_MIN_BLOCKS.min(SPAN_BLOCKS_CAP_BYTES / class_size(c)));
         }
         // Spot checks.
         assert_eq!(class_objects(1), 1024 * 8);
         assert_eq!(class_objects(3), (64 << 10) / 24);
         assert_eq!(class_objects(class_of(1408, 8)), (64 << 10) / 1408);
-        assert_eq!(span_bytes(class_of(6912, 8)), 12 * PAGE_SIZE);
-        assert_eq!(span_bytes(class_of(27264, 8)), 81920);
-        assert_eq!(class_objects(class_of(27264, 8)), 3);
+        assert_eq!(span_bytes(class_of(2048, 8)), 64 << 10);
+        assert_eq!(span_bytes(class_of(4096, 8)), 128 << 10);
+        // 32 blocks of 6,912 B are 27 pages; Go's span of the class is 6 pages.
+        assert_eq!(span_bytes(class_of(6912, 8)), 30 * PAGE_SIZE);
+        // Capped at 256 KiB (32 pages); Go's span is 10 pages.
+        assert_eq!(span_bytes(class_of(27264, 8)), 40 * PAGE_SIZE);
+        assert_eq!(class_objects(class_of(27264, 8)), 12);
+        assert_eq!(class_objects(class_of(MAX_SMALL_SIZE, 8)), 8);
     }
 
     #[test]

@@ -203,18 +203,26 @@ pub fn have(prog: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The source of workload `name` in `bench/c/`: `<name>.c`, but `larsonspawn.c` for
+/// `larsonsized`.
+pub fn source(name: &str) -> String {
+    match name {
+        "larsonsized" => "larsonspawn.c".into(),
+        _ => format!("{name}.c"),
+    }
+}
+
 /// Compiles the C workload `bench/c/<name>.c` with `cc -O2 -Wall -Wextra -pthread` into
 /// `<dir>/<name>`; returns its path and the compiler's warnings (empty: the workloads compile
 /// without any, which the bench's tests check). `larsonsized` is `larsonspawn.c` compiled as
 /// C++ (`c++ -x c++ -DSIZED`): its blocks come from `new[]` and go back by sized `delete[]`.
 pub fn compile(root: &Path, name: &str, dir: &Path) -> Result<(PathBuf, String), String> {
-    let (compiler, source, extra): (&str, String, &[&str]) = match name {
+    let (compiler, extra): (&str, &[&str]) = match name {
         "larsonsized" => (
             "c++",
-            "larsonspawn.c".into(),
             &["-x", "c++", "-std=c++17", "-DSIZED", "-fsized-deallocation"],
         ),
-        _ => ("cc", format!("{name}.c"), &[]),
+        _ => ("cc", &[]),
     };
     if !have(compiler) {
         return Err(format!("{compiler} is needed to build the C workloads"));
@@ -225,7 +233,7 @@ pub fn compile(root: &Path, name: &str, dir: &Path) -> Result<(PathBuf, String),
     cmd.args(extra)
         .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
         .arg(&exe)
-        .arg(root.join("bench/c").join(source));
+        .arg(root.join("bench/c").join(source(name)));
     let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
     let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
     if !out.status.success() {

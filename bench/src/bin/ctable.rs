@@ -65,7 +65,7 @@ fn usage() -> Usage {
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
                 \n\
-                Runs thirteen C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
+                Runs fourteen C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
                 glibc and on\n\
                 specalloc, mimalloc, jemalloc, tcmalloc and snmalloc (each LD_PRELOADed, missing \
                 ones left\n\

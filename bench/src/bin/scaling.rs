@@ -451,11 +451,11 @@ impl Results<'_> {
         for (w, cs) in self.programs() {
             let unit = &self.ops[cs[0]].1;
             out += &format!(
-                "\n### {}\n\n{} (`bench/c/{}.c`, run as `{} {} THREADS`). Throughput, million \
+                "\n### {}\n\n{} (`bench/c/{}`, run as `{} {} THREADS`). Throughput, million \
                  {unit} per second (median of {rounds} rounds; higher is better):\n\n",
                 w.name,
                 w.what,
-                w.name,
+                preload::source(w.name),
                 w.name,
                 w.scale_arg(self.scale)
             );
