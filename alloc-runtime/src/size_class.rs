@@ -54,7 +54,7 @@ pub const fn class_size(class: usize) -> usize {
 }
 
 /// The least bytes a span of a class spans: 64 KiB, as mimalloc's small pages (more for the
-/// classes over 2 KiB: [`span_min_bytes`]).
+/// classes over 4 KiB: [`span_min_bytes`]).
 ///
 /// Go's spans are one 8 KiB page for most classes up to 1 KiB, which suits a collector that
 /// sweeps spans; a thread that churns a class needs room in its span, or it moves to another
@@ -64,14 +64,15 @@ pub const fn class_size(class: usize) -> usize {
 pub const SPAN_MIN_BYTES: usize = 64 << 10;
 
 /// The blocks a span holds at least, where that takes more than [`SPAN_MIN_BYTES`] (classes
-/// over 2 KiB), up to [`SPAN_BLOCKS_CAP_BYTES`].
+/// over 4 KiB), up to [`SPAN_BLOCKS_CAP_BYTES`].
 ///
 /// A span of a few blocks sends its thread to the refill path every few allocations, and its
 /// blocks that other threads free go back a few at a time, each batch its own atomic push. In C
-/// `medium` (blocks of 8 B to 16 KB, half of them freed by another thread) 64 KiB spans, four
-/// blocks of the 16 KiB class, took 1.12–1.14× the time of these at 2 and at 16 threads, for
-/// about the same peak RSS at 16 (a tenth less at 2).
-pub const SPAN_MIN_BLOCKS: usize = 32;
+/// `medium` (blocks of 8 B to 16 KB, half of them freed by another thread, 2 threads) 64 KiB
+/// spans, four blocks of the 16 KiB class, took 1.09× the time of these, for 0.95× the peak
+/// RSS. 32 blocks were 2 % faster still, but a Rust program that grows vectors through every
+/// class (the suite's `grow`) then took 1.55× the page faults.
+pub const SPAN_MIN_BLOCKS: usize = 16;
 
 /// The most bytes [`SPAN_MIN_BLOCKS`] asks a span for: 256 KiB (8 blocks of 32 KiB).
 pub const SPAN_BLOCKS_CAP_BYTES: usize = 256 << 10;
@@ -406,7 +407,7 @@ mod tests {
             assert!(span_bytes(c) >= min, "class {c}");
             // The least such multiple: one factor fewer is under the minimum.
             assert!(span_bytes(c) - go * PAGE_SIZE < min, "class {c}");
-            // The minimum: 64 KiB, or 32 blocks up to 256 KiB.
+            // The minimum: 64 KiB, or 16 blocks up to 256 KiB.
             assert!(
                 (SPAN_MIN_BYTES..=SPAN_BLOCKS_CAP_BYTES).contains(&min),
                 "class {c}"
@@ -423,10 +424,10 @@ mod tests {
         assert_eq!(class_objects(1), 1024 * 8);
         assert_eq!(class_objects(3), (64 << 10) / 24);
         assert_eq!(class_objects(class_of(1408, 8)), (64 << 10) / 1408);
-        assert_eq!(span_bytes(class_of(2048, 8)), 64 << 10);
-        assert_eq!(span_bytes(class_of(4096, 8)), 128 << 10);
-        // 32 blocks of 6,912 B are 27 pages; Go's span of the class is 6 pages.
-        assert_eq!(span_bytes(class_of(6912, 8)), 30 * PAGE_SIZE);
+        assert_eq!(span_bytes(class_of(4096, 8)), 64 << 10);
+        assert_eq!(span_bytes(class_of(8192, 8)), 128 << 10);
+        // 16 blocks of 6,912 B are 14 pages; Go's span of the class is 6 pages.
+        assert_eq!(span_bytes(class_of(6912, 8)), 18 * PAGE_SIZE);
         // Capped at 256 KiB (32 pages); Go's span is 10 pages.
         assert_eq!(span_bytes(class_of(27264, 8)), 40 * PAGE_SIZE);
         assert_eq!(class_objects(class_of(27264, 8)), 12);
