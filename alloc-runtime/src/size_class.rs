@@ -1,8 +1,8 @@
 //! Go's size-class table, as `const` data with `const fn` lookups.
 //!
 //! The table is Go's (`runtime/sizeclasses.go`): 67 classes from 8 B to 32 KiB, each with the
-//! number of 8 KiB pages in Go's span, which specalloc scales to at least 64 KiB
-//! ([`class_pages`]). Everything else (objects per span, tail waste, alignment of a class's
+//! number of 8 KiB pages in Go's span, which specalloc scales to at least 64 KiB, and to 16
+//! blocks for the classes over 4 KiB ([`class_pages`]). Everything else (objects per span, tail waste, alignment of a class's
 //! blocks) is derived from those two columns by `const fn`, so the compiler folds every
 //! lookup whose input is a constant: the size-specialised routines and the macros rely on that.
 //!
@@ -68,9 +68,9 @@ pub const SPAN_MIN_BYTES: usize = 64 << 10;
 ///
 /// A span of a few blocks sends its thread to the refill path every few allocations, and its
 /// blocks that other threads free go back a few at a time, each batch its own atomic push. In C
-/// `medium` (blocks of 8 B to 16 KB, half of them freed by another thread, 2 threads) 64 KiB
-/// spans, four blocks of the 16 KiB class, took 1.09× the time of these, for 0.95× the peak
-/// RSS. 32 blocks were 2 % faster still, but a Rust program that grows vectors through every
+/// `medium` (blocks of 8 B to 16 KB, half of them freed by another thread, 2 threads) spans of
+/// 64 KiB or a little more (four blocks of the 16 KiB class) took 1.09× the time of these, for
+/// 0.95× the peak RSS. 32 blocks were 2 % faster still, but a Rust program that grows vectors through every
 /// class (the suite's `grow`) then took 1.55× the page faults.
 pub const SPAN_MIN_BLOCKS: usize = 16;
 
