@@ -83,7 +83,7 @@ fn alloc_aligned(size: usize, align: usize, zero: bool) -> *mut u8 {
 }
 
 /// Requests up to this size (1 KiB) take [`C_CLASS`]: one table load to their size class.
-pub(crate) const C_SMALL_MAX: usize = 1024;
+const C_SMALL_MAX: usize = 1024;
 
 /// The size class of a C request of 1 to 1,024 bytes at its [`default_align`], by
 /// `(size + 7) / 8`: the class [`route`] gives every size of the bucket (checked below), so
@@ -111,7 +111,7 @@ const C_CLASS: [u8; C_SMALL_MAX / 8 + 1] = {
 /// [`C_CLASS`] as the offsets of the classes' caches in a thread's heap (`class *`
 /// [`CACHE_SIZE`]), which the fast path reads directly: the caches are not a power of two
 /// apart, so the class would take two instructions more on every hit to become one.
-pub(crate) static C_CACHE: [u16; C_SMALL_MAX / 8 + 1] = cache_offsets(C_CLASS);
+static C_CACHE: [u16; C_SMALL_MAX / 8 + 1] = cache_offsets(C_CLASS);
 
 /// A table of classes as the offsets of their caches, each checked to fit.
 const fn cache_offsets<const N: usize>(classes: [u8; N]) -> [u16; N] {
@@ -187,18 +187,30 @@ fn c_medium_cache(size: usize) -> Option<usize> {
 /// ```
 #[inline]
 pub fn malloc(size: usize) -> *mut u8 {
+    malloc_with(
+        size,
+        |class, size, zeroed| small_miss(size, class, zeroed),
+        |size| alloc_big::<false>(size),
+    )
+}
+
+/// [`malloc`] with its misses given, each called in tail position: `small(class, size,
+/// zeroed)` where the small fast path finds no block, `big(size)` for the sizes past it (C++'s
+/// `operator new` gives its own, `cabi_new`).
+#[inline(always)]
+pub(crate) fn malloc_with(
+    size: usize,
+    small: fn(usize, usize, bool) -> *mut u8,
+    big: fn(usize) -> *mut u8,
+) -> *mut u8 {
     let key = size.wrapping_sub(1);
     if key < C_SMALL_MAX {
         // SAFETY: the table holds the offsets of classes of 8 bytes or more.
         return unsafe {
-            crate::heap::alloc_small_at::<false>(
-                C_CACHE[(key >> 3) + 1] as usize,
-                size,
-                |class, size, zeroed| small_miss(size, class, zeroed),
-            )
+            crate::heap::alloc_small_at::<false>(C_CACHE[(key >> 3) + 1] as usize, size, small)
         };
     }
-    alloc_big::<false>(size)
+    big(size)
 }
 
 /// The small fast path's miss for [`malloc`] and [`calloc`]: the heap's slow path, and

@@ -3,7 +3,7 @@
 //! failure the C++ runtime reports (the new-handler, `std::bad_alloc`). Its hit is `malloc`'s,
 //! with no frame: each miss is a call in tail position, and only the misses look at the null.
 
-use crate::cabi::{alloc_big, small_miss, C_CACHE, C_SMALL_MAX};
+use crate::cabi::{alloc_big, malloc_with, small_miss};
 
 /// What [`malloc_or`] does where [`malloc`](crate::cabi::malloc) would return null.
 pub trait OnNull {
@@ -30,18 +30,11 @@ pub trait OnNull {
 /// ```
 #[inline(always)]
 pub fn malloc_or<N: OnNull>(size: usize) -> *mut u8 {
-    let key = size.wrapping_sub(1);
-    if key < C_SMALL_MAX {
-        // SAFETY: the table holds the offsets of classes of 8 bytes or more.
-        return unsafe {
-            crate::heap::alloc_small_at::<false>(
-                C_CACHE[(key >> 3) + 1] as usize,
-                size,
-                |class, size, zeroed| small_miss_or::<N>(size, class, zeroed),
-            )
-        };
-    }
-    big_or::<N>(size)
+    malloc_with(
+        size,
+        |class, size, zeroed| small_miss_or::<N>(size, class, zeroed),
+        big_or::<N>,
+    )
 }
 
 /// [`malloc_or`]'s small miss: `malloc`'s, then `N::on_null` for a null.
