@@ -67,7 +67,7 @@
 //! | `checked` | misuse (double free, foreign pointer, wrong `Layout`) aborts at once with a message naming the fault and the address |
 //! | `no-size-specialized` | the opt-out switch (Go's `GOEXPERIMENT=nosizespecializedmalloc`): every specialised entry point and rewritten site calls the global allocator's generic path, with the same results; build a program both ways to measure what specialisation buys it |
 //! | `serde` | `Serialize`/`Deserialize` for [`Stats`] and [`ClassStats`] (statistics as JSON) |
-//! | `override` | a binary that calls [`install!`] also exports C's `malloc` family, so the C code linked into it allocates from specalloc (see [`install!`]) |
+//! | `override` | a binary that calls [`install!`] also exports C's `malloc` family and C++'s `operator new` and `delete`, so the C and C++ code linked into it allocates from specalloc (see [`install!`]) |
 //! | `compare-mimalloc`, `compare-system` | for the repository's examples only: another global allocator, to compare |
 //!
 //! Cargo unifies features across a build: build the two sides of an A/B comparison in separate
@@ -160,8 +160,9 @@ pub use report::{site_report, sites, SiteReport, SiteRoute, SiteStats};
 ///
 /// With the `override` feature, the binary also exports C's `malloc` family (`malloc`, `free`,
 /// `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`, `malloc_usable_size`, …, see
-/// `specalloc-malloc`), so the C code linked into it (a `-sys` crate, code built with the `cc`
-/// crate) and the C library's own allocations (`strdup`, stdio buffers) come to specalloc too.
+/// `specalloc-malloc`), and C++'s `operator new` and `delete`, so the C and C++ code linked into
+/// it (a `-sys` crate, code built with the `cc` crate) and the C library's own allocations
+/// (`strdup`, stdio buffers) come to specalloc too.
 #[macro_export]
 macro_rules! install {
     ($($input:tt)*) => {
