@@ -151,3 +151,46 @@ fn exports_every_glibc_entry_point() {
         assert!(ours.iter().any(|s| s == n), "`{n}` is not exported");
     }
 }
+
+/// `libspecalloc.a` linked into a C++ program (`tests/c/newdelete_linked.cpp`): with libstdc++
+/// shared, `new` and `delete` are specalloc's and a failed `new` throws `std::bad_alloc`; with
+/// libstdc++ linked in too (`-static-libstdc++`), the same, but a failed `new` has no C++
+/// runtime's operator to hand the request to, and stops the program with a message.
+#[test]
+fn cpp_new_delete_with_the_static_library() {
+    let archive = common::lib().with_file_name("libspecalloc.a");
+    if !archive.exists() {
+        println!("SKIPPED: no {} beside the library", archive.display());
+        return;
+    }
+    let archive = archive.to_str().expect("a UTF-8 path").to_string();
+    for (name, extra) in [("shared", None), ("static", Some("-static-libstdc++"))] {
+        let dir = common::scratch(&format!("newdelete-linked-{name}"));
+        let mut flags = vec!["-std=c++17", archive.as_str()];
+        flags.extend(extra);
+        let Some(exe) = common::compile("c++", "newdelete_linked.cpp", &dir, &flags) else {
+            return;
+        };
+        if name == "shared" {
+            let o = Command::new(&exe).output().expect("run the program");
+            let out = String::from_utf8_lossy(&o.stdout);
+            common::assert_ok("newdelete_linked.cpp", &o);
+            assert!(
+                out.contains("ok new delete") && out.contains("ok bad_alloc"),
+                "{out}"
+            );
+        } else {
+            // Everything but the failure works as with libstdc++ shared.
+            let o = Command::new(&exe)
+                .arg("fail")
+                .output()
+                .expect("run the program");
+            let out = String::from_utf8_lossy(&o.stdout);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(out.contains("ok new delete"), "{out}\n{err}");
+            assert!(!out.contains("returned"), "{out}");
+            assert!(!o.status.success(), "{:?}", o.status);
+            assert!(err.contains("no C++ runtime"), "{err}");
+        }
+    }
+}

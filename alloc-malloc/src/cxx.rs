@@ -11,9 +11,9 @@
 //! calls the program's new-handler between tries, and throws `std::bad_alloc` (or, for the
 //! `nothrow` forms, returns null), exactly as the C++ runtime does. The exception passes
 //! through this function's frame, so the `new` forms are `extern "C-unwind"` (the library is
-//! built with `panic = "unwind"`, the default). A process with no other definition to hand the
-//! request to (no C++ runtime loaded after this library) cannot have called `new` from C++
-//! code that expects an exception; there a failed `new` aborts with a message.
+//! built with `panic = "unwind"`, the default). Where there is no other definition (a program
+//! that links `libspecalloc.a` and libstdc++ statically, whose operators are then these alone),
+//! a failed `new` stops the program with a message.
 //!
 //! Every `delete` form is `free`: a block is found from its address, whatever its size and
 //! alignment.
@@ -40,7 +40,8 @@ fn next(name: &CStr) -> *mut c_void {
     // SAFETY: `RTLD_NEXT` with a NUL-terminated name; `dlsym` reads the name only.
     let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
     if f.is_null() {
-        let msg = b"specalloc: operator new: out of memory, and no C++ runtime to report it\n";
+        let msg = b"specalloc: operator new failed (out of memory, or an alignment that is not \
+                    a power of two), and there is no C++ runtime's operator new to report it\n";
         // SAFETY: writes `msg.len()` bytes of `msg` to stderr; nothing to do if that fails, as
         // the process aborts next.
         unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
