@@ -14,17 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "specalloc.h"
 
 #pragma weak specalloc_stats
-
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                \
-            std::exit(1);                                                                     \
-        }                                                                                     \
-    } while (0)
 
 static struct specalloc_stats stats() {
     struct specalloc_stats s;

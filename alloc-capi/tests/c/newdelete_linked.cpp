@@ -13,15 +13,8 @@
 #include <new>
 #include <vector>
 
+#include "check.h"
 #include "specalloc.h"
-
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);                \
-            std::exit(1);                                                                     \
-        }                                                                                     \
-    } while (0)
 
 int main(int argc, char **argv) {
     // The program's own operator new: specalloc's, linked in.
