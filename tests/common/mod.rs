@@ -5,7 +5,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use specalloc_runtime::test_hooks::SHARED_FROM_THREADS;
+use specalloc_runtime::test_hooks::{HEAPLESS_FIRST, SHARED_FROM_THREADS};
 
 /// xorshift64*: deterministic and allocation-free.
 pub struct Rng(u64);
@@ -205,9 +205,12 @@ pub fn written_pages(start: usize, len: usize) -> Vec<bool> {
         .collect()
 }
 
-/// `SHARED_FROM_THREADS` threads that allocated, alive until [`Idle::finish`]: with them, at
-/// least that many threads have a heap (a thread takes one while fewer do), so that a thread's
-/// first allocations come from the shared heap.
+/// `SHARED_FROM_THREADS` threads with a heap of their own, alive until [`Idle::finish`]: with
+/// them, at least that many threads have a heap, so that a thread's first allocations come from
+/// the shared heap. Each makes more allocations than a thread makes without a heap, so that it
+/// takes one whatever other threads hold (a thread's first allocation takes one only while
+/// fewer than that many threads have one, and the trimmer's thread, which may hold one, can
+/// stop meanwhile).
 pub struct Idle {
     hold: Arc<Barrier>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -222,7 +225,11 @@ impl Idle {
                 let hold = hold.clone();
                 std::thread::spawn(move || {
                     let b = Box::new([i as u8; 40]);
-                    // Allocated; then wait for `finish`.
+                    let heap: Vec<Box<u64>> =
+                        (0..=u64::from(HEAPLESS_FIRST)).map(Box::new).collect();
+                    assert_eq!(*heap[1], 1);
+                    drop(heap);
+                    // A heap of its own; then wait for `finish`.
                     hold.wait();
                     hold.wait();
                     assert_eq!(b[39], i as u8);
