@@ -77,7 +77,7 @@ fn the_allocators_code_is_placed_together() {
         "heap::miss::alloc_slow",
         "heap::miss::free_slow",
         "heap::slow::alloc_from",
-        "chunk::alloc_runs",
+        "chunk::place::alloc_runs",
     ] {
         let at = address(&symbols, name, true);
         assert!(

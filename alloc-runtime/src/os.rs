@@ -384,6 +384,24 @@ pub(crate) unsafe fn lazy_free(ptr: *mut u8, size: usize) -> Result<(), libc::c_
     }
 }
 
+/// The CPUs this process may run on: its affinity mask's, else (where the kernel refuses to
+/// say) the CPUs online, else 1.
+pub(crate) fn cpus() -> usize {
+    // SAFETY: an all-zero `cpu_set_t` is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: the kernel writes at most `size_of::<cpu_set_t>()` bytes into `set`.
+    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) } == 0 {
+        // SAFETY: counts the bits of a set the kernel just wrote.
+        let n = unsafe { libc::CPU_COUNT(&set) };
+        if n > 0 {
+            return n as usize;
+        }
+    }
+    // SAFETY: `sysconf` reads a value and writes nothing of ours.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).unwrap_or(1).max(1)
+}
+
 /// Asks the OS to back `[ptr, ptr + size)` with transparent huge pages where it can.
 ///
 /// # Safety

@@ -14,12 +14,14 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 mod bits;
 mod decay;
+mod place;
 mod slot;
 
 use bits::{all_clear, bit, clear_all, count_set, set_range};
 
 use decay::maintain;
 pub(crate) use decay::{peak_footprint, return_free_pages};
+pub(crate) use place::{alloc_pages, alloc_runs, Home};
 
 use crate::lock::SpinLock;
 use crate::os;
@@ -63,6 +65,9 @@ pub(crate) struct Chunk {
     next: Cell<*mut Chunk>,
     /// The checked mode's side bitmap of live objects (one bit per byte); 0 otherwise.
     side: Cell<usize>,
+    /// The [`Home`] of the heap whose new spans this chunk serves first, and no other heap's
+    /// while it can be helped (`place.rs`); 0: none (protected by the page-heap lock).
+    claim: Cell<usize>,
 }
 
 /// Pages taken by the chunk header.
@@ -117,6 +122,8 @@ struct PageHeap {
     misfit_prev: usize,
     /// Times pages were taken (one lock and one search each), published as [`PAGE_TAKES`].
     takes: u64,
+    /// Chunks a heap claims as its home (`place.rs`).
+    claims: usize,
 }
 
 impl PageHeap {
@@ -153,6 +160,7 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     misfit_cur: 0,
     misfit_prev: 0,
     takes: 0,
+    claims: 0,
 });
 
 use crate::stats::IN_USE_BYTES;
@@ -257,130 +265,6 @@ const _: () = assert!(HEADER_PAGES <= MAX_ALIGN_PAGES);
 #[cfg(feature = "profiling")]
 pub(crate) fn page_heap_busy() -> bool {
     PAGE_HEAP.is_held()
-}
-
-/// Takes `npages` contiguous pages, starting at a multiple of `align` pages (a power of two up
-/// to [`MAX_ALIGN_PAGES`], with `npages` at most that too when `align > 1`). When the OS refuses
-/// a new chunk, calls `release` once (it gives memory back elsewhere, the cache of freed huge
-/// mappings, and says how much) and tries again. Returns `None` when the OS refuses more memory.
-pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -> Option<PageRun> {
-    alloc_runs(npages, align, release, &mut []).map(|(run, _)| run)
-}
-
-/// As [`alloc_pages`], and then, under the same lock, up to `more.len()` further runs of
-/// `npages` pages, the ones right behind it, into `more`: as long as they are free and taking
-/// them keeps the placement's preference for pages that hold memory (their pages all do, or the
-/// free pages that do are fewer than a run). Returns the first run and how many went to `more`.
-/// A thread takes its spans' pages this way a few at a time (`heap/reserve.rs`): one lock and
-/// one search instead of one each.
-pub(crate) fn alloc_runs(
-    npages: usize,
-    align: usize,
-    release: fn() -> usize,
-    more: &mut [PageRun],
-) -> Option<(PageRun, usize)> {
-    debug_assert!((1..=USABLE_PAGES).contains(&npages));
-    debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
-    debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
-    let mut ph = PAGE_HEAP.lock();
-    // Free pages that still hold memory first (dirty or lazy): taking them costs no page fault
-    // and no new resident memory (see the policy above).
-    if ph.dirty_free + ph.lazy_free >= npages {
-        let mut c = ph.chunks;
-        while !c.is_null() {
-            // SAFETY: every chunk on the list is a live header, protected by the lock.
-            let cr = unsafe { &*c };
-            if cr.free_pages.get() >= npages {
-                if let Some(first) = find_run(cr, npages, true, align) {
-                    return Some(take_runs(ph, c, first, npages, more));
-                }
-            }
-            c = cr.next.get();
-        }
-    }
-    // None fits whole: the run that covers the most of them, so that the run faults in, and
-    // adds to the resident total, as few new pages as it can.
-    if align == 1 && ph.dirty_free + ph.lazy_free > 0 {
-        if let Some((chunk, first)) = most_resident_run(&ph, npages) {
-            return Some(take_runs(ph, chunk, first, npages, more));
-        }
-    }
-    // Fresh pages: next fit, from the chunk the last search found room in round the list and
-    // back to it (every chunk is looked at before a new one is mapped). From the head each
-    // time, a search walked every full chunk (a cache and TLB miss each) whenever the free
-    // room sat in an old one: 16,000 live threads spent a quarter of their time there.
-    let mut released = false;
-    let (chunk, first) = 'search: loop {
-        let start = if ph.rover.is_null() {
-            ph.chunks
-        } else {
-            ph.rover
-        };
-        let mut c = start;
-        while !c.is_null() {
-            // SAFETY: every chunk on the list is a live header, protected by the lock.
-            let cr = unsafe { &*c };
-            if cr.free_pages.get() >= npages {
-                if let Some(first) = find_run(cr, npages, false, align) {
-                    break 'search (c, first);
-                }
-            }
-            c = cr.next.get();
-            if c.is_null() && start != ph.chunks {
-                c = ph.chunks;
-            }
-            if c == start {
-                break;
-            }
-        }
-        let Some(nc) = new_chunk() else {
-            // The OS refused a chunk: give back the freed huge mappings kept for reuse
-            // (outside our lock, see `large::release_cache`) and look once more.
-            drop(ph);
-            if released || release() == 0 {
-                return None;
-            }
-            released = true;
-            ph = PAGE_HEAP.lock();
-            continue;
-        };
-        // SAFETY: `nc` is a fresh header; the list is protected by the lock we hold.
-        unsafe { (*nc).next.set(ph.chunks) };
-        ph.chunks = nc;
-        // SAFETY: as above.
-        let first = find_run(unsafe { &*nc }, npages, false, align).expect("fresh chunk has room");
-        break (nc, first);
-    };
-    ph.rover = chunk;
-    Some(take_runs(ph, chunk, first, npages, more))
-}
-
-/// Chunks searched at most for [`most_resident_run`] (those with free pages that hold memory).
-const RESIDENT_SEARCH_CHUNKS: usize = 8;
-
-/// The run of `npages` free pages covering the most free pages that hold memory (dirty or
-/// lazy), among the first [`RESIDENT_SEARCH_CHUNKS`] chunks holding such pages: (chunk, first
-/// page). `None` when no run of that length covers any.
-fn most_resident_run(ph: &PageHeap, npages: usize) -> Option<(*mut Chunk, usize)> {
-    let mut best: Option<(*mut Chunk, usize, usize)> = None;
-    let mut searched = 0;
-    let mut c = ph.chunks;
-    while !c.is_null() && searched < RESIDENT_SEARCH_CHUNKS {
-        // SAFETY: every chunk on the list is a live header, protected by the caller's lock.
-        let cr = unsafe { &*c };
-        let held = |w: usize| cr.free_bits[w].get() & cr.dirty_bits[w].get();
-        if cr.free_pages.get() >= npages && (0..WORDS).any(|w| held(w) != 0) {
-            searched += 1;
-            let found = bits::most_held_run(|w| cr.free_bits[w].get(), held, npages);
-            if let Some((first, n)) = found {
-                if best.is_none_or(|(_, _, b)| n > b) {
-                    best = Some((c, first, n));
-                }
-            }
-        }
-        c = cr.next.get();
-    }
-    best.map(|(c, first, _)| (c, first))
 }
 
 /// Marks the `n` free pages at page `first` of `cr` in use (dirty, not lazy) and updates the

@@ -49,8 +49,10 @@ pub(super) unsafe fn abandon(h: &Heap) {
         unsafe { give_away(s) };
     }
     h.empty_kept.set(0);
-    // 4. The page runs kept for new spans go back to the page heap.
+    // 4. The page runs kept for new spans go back to the page heap, and the home chunk is
+    // another heap's to take.
     super::reserve::release(h);
+    h.home.leave();
 }
 
 /// The shared heap's part of the background trimmer's pass: once no thread has used it since the

@@ -64,6 +64,7 @@ use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
+use crate::chunk;
 use crate::span::{Span, EMPTY_SPAN, SPAN_CLASSES};
 
 mod abandon;
@@ -146,6 +147,9 @@ pub(crate) struct Heap {
     pub(crate) frees: [AtomicU64; SPAN_CLASSES],
     /// Bytes of empty spans kept on the partial lists (at most [`EMPTY_KEEP`]).
     empty_kept: Cell<usize>,
+    /// The chunk this heap takes its new spans' pages from first (`chunk/place.rs`), once it
+    /// reserves runs (`reserve.rs`).
+    home: chunk::Home,
     /// Runs of pages taken from the page heap for this heap's next new spans, linked through
     /// the descriptors' `next` (see `reserve.rs`).
     reserve: Cell<*mut Span>,
@@ -249,6 +253,7 @@ impl Heap {
             }; SPAN_CLASSES],
             frees: [const { AtomicU64::new(0) }; SPAN_CLASSES],
             empty_kept: Cell::new(0),
+            home: chunk::Home::new(),
             reserve: Cell::new(ptr::null_mut()),
             reserve_pages: AtomicUsize::new(0),
             new_spans: Cell::new(0),
@@ -473,7 +478,7 @@ mod tests {
         // Every field is named (a new one stops this compiling until it is compared below).
         #[rustfmt::skip]
         let Heap {
-            classes: _, empty_kept: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
+            classes: _, empty_kept: _, home: _, reserve: _, reserve_pages: _, new_spans: _, full: _,
             delayed: _, remote_frees: _, direct_frees: _, outboxes_used: _, outboxes: _, outbox_victim: _, handover_seen: _,
             pooled_frees: _, shared_allocs: _, frees: _, retire_seen: _, all_next: _, pool_next: _,
             thread: _, thread_next: _, active: _, trim_owner: _, trim_trimmer: _, trim_seen: _,

@@ -78,9 +78,13 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
         span: ptr::null_mut(),
         zero: false,
     }; RUNS_PER_TAKE - 1];
-    let Some((run, n)) =
-        chunk::alloc_runs(npages, 1, crate::large::release_cache, &mut more[..room])
-    else {
+    let Some((run, n)) = chunk::alloc_runs(
+        npages,
+        1,
+        crate::large::release_cache,
+        &mut more[..room],
+        home(h),
+    ) else {
         // Out of memory: the runs held here for other lengths go back, and the page heap is
         // asked once more.
         if pages(h) == 0 {
@@ -98,6 +102,12 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
         set_pages(h, pages(h) + npages);
     }
     Some(run)
+}
+
+/// Where `h`'s runs come from first: its home chunk (`chunk/place.rs`), for a thread's own heap;
+/// none for the shared heap, whose spans serve many threads.
+fn home(h: &Heap) -> Option<&chunk::Home> {
+    (h as *const Heap as usize != super::SHARED_HEAP.load(Ordering::Relaxed)).then_some(&h.home)
 }
 
 /// Gives `h`'s reserve back to the page heap; returns its bytes.
