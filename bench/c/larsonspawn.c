@@ -8,12 +8,21 @@
  * workers: 20 million at scale 1, whatever the thread count.
  *
  * Compiled as C++ with SIZED defined it is `larsonsized`, the field's larson-sized: the same
- * work with the blocks from `new[]` and freed with sized `delete[]`. */
+ * work with the blocks from `new[]` and freed with sized `delete[]`. Compiled with POOL defined
+ * it is `larsonpool`, a thread pool's server: the same work, each worker the only generation of
+ * its chain (it runs to the end), so that threads that run at once keep their own blocks for
+ * the whole run. */
 #include <time.h>
 #include "common.h"
 
 #define SET 5000
+#ifdef POOL
+#define GENERATIONS 1
+#else
 #define GENERATIONS 20
+#endif
+/* Replacements per thread in all, at scale 1 and one thread. */
+#define WORK (20 * 1000000)
 #define MIN_SIZE 8
 #define MAX_SIZE 1000
 
@@ -51,7 +60,7 @@ static void *serve(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = thread_count(argc, argv, 2);
-    long rounds = share(GENERATIONS * 1000000 * scale(argc, argv), GENERATIONS * threads);
+    long rounds = share(WORK * scale(argc, argv), GENERATIONS * threads);
     struct set *sets = (struct set *)cache_aligned((size_t)threads, sizeof *sets);
     uint64_t rng = 4141;
     for (int i = 0; i < threads; i++) {
@@ -97,6 +106,8 @@ int main(int argc, char **argv) {
     free(sets);
 #ifdef SIZED
     report("larsonsized", threads, rounds * GENERATIONS * threads, "allocations", sum);
+#elif defined POOL
+    report("larsonpool", threads, rounds * GENERATIONS * threads, "allocations", sum);
 #else
     report("larsonspawn", threads, rounds * GENERATIONS * threads, "allocations", sum);
 #endif

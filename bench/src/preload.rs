@@ -204,10 +204,10 @@ pub fn have(prog: &str) -> bool {
 }
 
 /// The source of workload `name` in `bench/c/`: `<name>.c`, but `larsonspawn.c` for
-/// `larsonsized`.
+/// `larsonsized` and `larsonpool`.
 pub fn source(name: &str) -> String {
     match name {
-        "larsonsized" => "larsonspawn.c".into(),
+        "larsonsized" | "larsonpool" => "larsonspawn.c".into(),
         _ => format!("{name}.c"),
     }
 }
@@ -215,13 +215,15 @@ pub fn source(name: &str) -> String {
 /// Compiles the C workload `bench/c/<name>.c` with `cc -O2 -Wall -Wextra -pthread` into
 /// `<dir>/<name>`; returns its path and the compiler's warnings (empty: the workloads compile
 /// without any, which the bench's tests check). `larsonsized` is `larsonspawn.c` compiled as
-/// C++ (`c++ -x c++ -DSIZED`): its blocks come from `new[]` and go back by sized `delete[]`.
+/// C++ (`c++ -x c++ -DSIZED`): its blocks come from `new[]` and go back by sized `delete[]`;
+/// `larsonpool` is `larsonspawn.c` with `-DPOOL` (workers that run to the end).
 pub fn compile(root: &Path, name: &str, dir: &Path) -> Result<(PathBuf, String), String> {
     let (compiler, extra): (&str, &[&str]) = match name {
         "larsonsized" => (
             "c++",
             &["-x", "c++", "-std=c++17", "-DSIZED", "-fsized-deallocation"],
         ),
+        "larsonpool" => ("cc", &["-DPOOL"]),
         _ => ("cc", &[]),
     };
     if !have(compiler) {

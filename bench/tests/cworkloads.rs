@@ -74,8 +74,9 @@ fn every_workload_compiles_without_warnings() {
         .collect();
     names.sort();
     assert!(names.len() >= 10, "{names:?}");
-    // larsonspawn.c again, as C++.
+    // larsonspawn.c again, as C++, and with its workers running to the end.
     names.push("larsonsized".into());
+    names.push("larsonpool".into());
     for name in &names {
         let (exe, warnings) = preload::compile(&root(), name, &dir).unwrap();
         assert!(exe.is_file(), "{name}");
@@ -100,6 +101,7 @@ fn workloads_agree_under_specalloc_and_glibc() {
         ("larson", "0.01"),
         ("larsonspawn", "0.01"),
         ("larsonsized", "0.01"),
+        ("larsonpool", "0.01"),
         ("prodcons", "0.01"),
         ("medium", "0.01"),
         ("xmalloc", "0.01"),

@@ -2,15 +2,17 @@
 //! a busy thread's spans in a chunk of their own.
 //!
 //! **Homes.** Spans of two threads that run at once side by side in a chunk cost both of them
-//! time: C `larsonspawn` on two threads (each replacing random blocks of its own, no block
-//! crossing threads) took 1.35× the CPU time of two separate processes doing the same work,
-//! and a quarter less with each thread's spans in chunks of their own (mimalloc, whose threads
-//! own whole segments, pays nothing; `bench/RESULTS.md`). So a heap that takes runs for its
-//! spans has a [`Home`]: the chunk it takes them from first, which it *claims*, and which no
-//! other heap takes runs from while another chunk can serve them. A heap that outgrows its
-//! home claims the next chunk with room and lets the old one go; an exiting thread's heap lets
-//! its home go ([`Home::leave`]). Medium objects, and heaps that made only a few spans (see
-//! `heap/reserve.rs`), have no home and take pages wherever they are.
+//! time: C `larsonspawn`'s pattern on two threads (each replacing random blocks of its own, no
+//! block crossing threads) took about 1.4× the CPU time of one thread doing the same work, and
+//! a fifth less with each thread's spans in chunks of their own (mimalloc, whose threads own
+//! whole segments, pays nothing; `bench/RESULTS.md`). So a heap that reserves runs for its
+//! spans has a [`Home`]: the chunk its fresh pages come from first, which it *claims*, and
+//! whose fresh pages no other heap takes while another chunk (a new one if need be) has room.
+//! A heap that outgrows its home claims the next chunk it takes a run from; an exiting
+//! thread's heap lets its home go ([`Home::leave`]). Free pages that still hold memory go
+//! first wherever they are, so a home costs no resident memory. Medium objects, the shared
+//! heap and heaps that made only a few spans (see `heap/reserve.rs`) have no home and take
+//! pages wherever they are.
 
 use core::cell::Cell;
 use core::ptr;

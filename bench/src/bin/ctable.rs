@@ -7,7 +7,7 @@
 //! ```
 //!
 //! It builds `libspecalloc.so` (`cargo build --release -p specalloc-capi`, into a target
-//! directory of its own), compiles the fourteen C workloads of `bench/c/` with `cc -O2` (one of them as C++), and finds
+//! directory of its own), compiles the fifteen C workloads of `bench/c/` with `cc -O2` (one of them as C++), and finds
 //! the peers' libraries where Debian's packages put them (`apt-get install libmimalloc2.0
 //! libjemalloc2 libtcmalloc-minimal4`), snmalloc's built with `c++` from the sources the
 //! snmalloc-sys crate ships (present in cargo's registry once `--features peers` was built),
@@ -16,7 +16,8 @@
 //! The C workloads: mixed-size churn (`churn`), a Larson-style server (`larson`, 2 threads),
 //! larson as the field's suite runs it, with workers that start their successors and exit
 //! unjoined while the main thread sleeps (`larsonspawn`, 2 threads), the same in C++ with `new[]`
-//! and sized `delete[]`, as the field's larson-sized (`larsonsized`, 2 threads),
+//! and sized `delete[]`, as the field's larson-sized (`larsonsized`, 2 threads), the same as a
+//! thread pool's server whose workers run to the end (`larsonpool`, 2 threads),
 //! producer/consumer pairs (`prodcons`, 4 threads), medium sizes across threads after rptest
 //! (`medium`, 2 threads), string building (`strings`), binary trees
 //! (`bintree`), realloc-grown buffers (`reallocbuf`), a cross-thread exchange after
@@ -65,7 +66,7 @@ fn usage() -> Usage {
                 \x20                not a measurement\n\
                 \x20 --out DIR      where results.md and ctable.svg go (default target/ctable)\n\
                 \n\
-                Runs fourteen C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
+                Runs fifteen C workloads (bench/c/) and python3, gcc and sqlite3 where installed, on \
                 glibc and on\n\
                 specalloc, mimalloc, jemalloc, tcmalloc and snmalloc (each LD_PRELOADed, missing \
                 ones left\n\
@@ -175,11 +176,12 @@ fn relative_to_glibc(
 }
 
 /// The C workloads of `bench/c/` the table runs, each at its default scale and thread count.
-const C_WORKLOADS: [&str; 14] = [
+const C_WORKLOADS: [&str; 15] = [
     "churn",
     "larson",
     "larsonspawn",
     "larsonsized",
+    "larsonpool",
     "prodcons",
     "medium",
     "strings",

@@ -18,6 +18,8 @@
 //!   its successor and exits without being joined;
 //! * `larsonsized`: `larsonspawn` compiled as C++, its blocks from `new[]` and freed by sized
 //!   `delete[]`, as the field's larson-sized;
+//! * `larsonpool`: `larsonspawn` as a thread pool's server, each worker running to the end with
+//!   the set the main thread allocated;
 //! * `prodcons`: producer/consumer pairs, every message freed by the other thread of its pair;
 //! * `medium`: medium sizes across threads (after rptest): blocks of 8 B to 16 KB replaced at
 //!   random, and batches of them sent round a ring to be freed by the next thread;
@@ -72,7 +74,7 @@ impl Workload {
     }
 }
 
-const WORKLOADS: [Workload; 8] = [
+const WORKLOADS: [Workload; 9] = [
     Workload {
         name: "larson",
         what: "Larson-style server: threads replace blocks of their own set; the sets move to \
@@ -89,6 +91,13 @@ const WORKLOADS: [Workload; 8] = [
         name: "larsonsized",
         what: "larsonspawn in C++, as the field's larson-sized: blocks from new[], freed by sized \
                delete[]",
+        scale: 2.0,
+    },
+    Workload {
+        name: "larsonpool",
+        what:
+            "larsonspawn as a thread pool's server: each worker runs to the end, keeping its set \
+               (the main thread allocated it)",
         scale: 2.0,
     },
     Workload {
@@ -151,7 +160,8 @@ fn usage() -> Usage {
                 \x20 --threads LIST   thread counts, comma-separated (default 1,2,4,8,16)\n\
                 \x20 --programs LIST  programs, comma-separated (default all: larson, larsonspawn, \
                 larsonsized,\n\
-                \x20                  prodcons, medium, xmalloc, mallocthread, falseshare)\n\
+                \x20                  larsonpool, prodcons, medium, xmalloc, mallocthread, \
+                falseshare)\n\
                 \x20 --scale F        multiplies every program's work (default 1; 0.1 with \
                 --quick)\n\
                 \x20 --out DIR        where results.md and scaling.svg go (default \
