@@ -39,6 +39,12 @@ impl Home {
         }
     }
 
+    /// Whether this home has no chunk (a new heap's).
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.chunk.get().is_null()
+    }
+
     /// This home's mark in a chunk's `claim`.
     fn id(&self) -> usize {
         self as *const Home as usize
@@ -112,15 +118,12 @@ pub(crate) fn alloc_runs(
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
     debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
     debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
-    let ph = PAGE_HEAP.lock();
+    let mut ph = PAGE_HEAP.lock();
     // Pages that hold memory, and the home's fresh pages: out of line, so that the path to a
     // new chunk below keeps a small frame in a build without optimisation.
-    let mut ph = match before_fresh(ph, npages, align, home) {
-        Ok((ph, chunk, first)) => {
-            return Some(settle_and_take(ph, chunk, first, npages, more, home))
-        }
-        Err(ph) => ph,
-    };
+    if let Some((chunk, first)) = before_fresh(&ph, npages, align, home) {
+        return Some(settle_and_take(ph, chunk, first, npages, more, home));
+    }
     // Fresh pages: next fit, from the chunk the last search found room in round the list and
     // back to it (every chunk is looked at before a new one is mapped). From the head each
     // time, a search walked every full chunk (a cache and TLB miss each) whenever the free
@@ -182,17 +185,14 @@ pub(crate) fn alloc_runs(
 /// hold memory; free pages that hold memory elsewhere (taking them costs no page fault and no
 /// new resident memory, see the policy in `chunk/mod.rs`), in chunks other heaps claim last;
 /// the run that covers the most of them; the home's fresh pages. The chunk and first page of
-/// the run found, or the lock back.
+/// the run found, if any.
 #[inline(never)]
-fn before_fresh<'a>(
-    ph: crate::lock::SpinGuard<'a, PageHeap>,
+fn before_fresh(
+    ph: &PageHeap,
     npages: usize,
     align: usize,
     home: Option<&Home>,
-) -> Result<
-    (crate::lock::SpinGuard<'a, PageHeap>, *mut Chunk, usize),
-    crate::lock::SpinGuard<'a, PageHeap>,
-> {
+) -> Option<(*mut Chunk, usize)> {
     let home_chunk = home.map_or(ptr::null_mut(), |h| h.chunk.get());
     let resident = ph.dirty_free + ph.lazy_free >= npages;
     let fits = |c: *mut Chunk, held: bool| {
@@ -204,7 +204,7 @@ fn before_fresh<'a>(
     };
     if resident && !home_chunk.is_null() {
         if let Some(first) = fits(home_chunk, true) {
-            return Ok((ph, home_chunk, first));
+            return Some((home_chunk, first));
         }
     }
     if resident {
@@ -215,7 +215,7 @@ fn before_fresh<'a>(
                 let cr = unsafe { &*c };
                 if any || open_to(cr, home) {
                     if let Some(first) = fits(c, true) {
-                        return Ok((ph, c, first));
+                        return Some((c, first));
                     }
                 }
                 c = cr.next.get();
@@ -228,16 +228,16 @@ fn before_fresh<'a>(
     // None fits whole: the run that covers the most of them, so that the run faults in, and
     // adds to the resident total, as few new pages as it can.
     if align == 1 && ph.dirty_free + ph.lazy_free > 0 {
-        if let Some((chunk, first)) = most_resident_run(&ph, npages) {
-            return Ok((ph, chunk, first));
+        if let Some((chunk, first)) = most_resident_run(ph, npages) {
+            return Some((chunk, first));
         }
     }
     if !home_chunk.is_null() {
         if let Some(first) = fits(home_chunk, false) {
-            return Ok((ph, home_chunk, first));
+            return Some((home_chunk, first));
         }
     }
-    Err(ph)
+    None
 }
 
 /// Homes at most: twice the CPUs the process may run on, 4 at least. Only threads that run at

@@ -509,6 +509,7 @@ mod tests {
             assert!(x.partial.is_empty() && y.partial.is_empty());
         }
         assert_eq!(a.empty_kept.get(), b.empty_kept.get());
+        assert!(a.home.is_empty() && b.home.is_empty());
         assert_eq!(a.reserve.get(), b.reserve.get());
         assert_eq!(a.reserve_pages.load(Relaxed), b.reserve_pages.load(Relaxed));
         assert_eq!(a.new_spans.get(), b.new_spans.get());
