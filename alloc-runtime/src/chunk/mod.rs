@@ -21,7 +21,7 @@ use bits::{all_clear, bit, clear_all, count_set, set_range};
 
 use decay::maintain;
 pub(crate) use decay::{peak_footprint, return_free_pages};
-pub(crate) use place::{alloc_pages, alloc_runs, Home};
+pub(crate) use place::{alloc_pages, alloc_runs, alloc_span_pages, Home};
 
 use crate::lock::SpinLock;
 use crate::os;
@@ -286,35 +286,20 @@ fn claim(ph: &mut PageHeap, cr: &Chunk, first: usize, n: usize) -> usize {
 }
 
 /// Hands out the free run of `npages` pages at page `first` of `chunk`, and the free runs of
-/// as many pages right behind it into `more` (see [`alloc_runs`]); then runs the page-return
-/// policy and lets the lock go. Returns the first run and how many went to `more`.
+/// as many pages right behind it into `more` (see [`alloc_runs`]), `gap` free pages (0 or 1)
+/// after each; then runs the page-return policy and lets the lock go. Returns the first run and
+/// how many went to `more`.
 fn take_runs(
     mut ph: crate::lock::SpinGuard<'_, PageHeap>,
     chunk: *mut Chunk,
     first: usize,
     npages: usize,
     more: &mut [PageRun],
+    gap: usize,
 ) -> (PageRun, usize) {
     ph.takes += 1;
     let run = take_one(&mut ph, chunk, first, npages);
-    // SAFETY: `chunk` is a live header and we hold the page-heap lock.
-    let cr = unsafe { &*chunk };
-    let mut n = 0;
-    let mut next = first + npages;
-    while n < more.len()
-        && next + npages <= PAGES_PER_CHUNK
-        && count_set(&cr.free_bits, next, npages) == npages
-    {
-        // Pages that hold no memory while free ones that do are left: the placement would
-        // have taken those.
-        let held = count_set(&cr.dirty_bits, next, npages);
-        if held < npages && ph.dirty_free + ph.lazy_free >= npages {
-            break;
-        }
-        more[n] = take_one(&mut ph, chunk, next, npages);
-        n += 1;
-        next += npages;
-    }
+    let n = take_more(&mut ph, chunk, first + npages + gap, npages, gap, more);
     // Taking clean pages while free ones hold memory (they were too fragmented for this run)
     // may push the resident total past the recent peak.
     if ph.dirty_free + ph.lazy_free > 0 {
@@ -324,6 +309,36 @@ fn take_runs(
     drop(ph);
     crate::stats::note_in_use();
     (run, n)
+}
+
+/// The runs into `more` of [`take_runs`], the first at page `next`; how many it took. (A
+/// function of its own: its frame is off the stack when the page-return policy runs.)
+fn take_more(
+    ph: &mut PageHeap,
+    chunk: *mut Chunk,
+    mut next: usize,
+    npages: usize,
+    gap: usize,
+    more: &mut [PageRun],
+) -> usize {
+    // SAFETY: `chunk` is a live header and the caller holds the page-heap lock.
+    let cr = unsafe { &*chunk };
+    let mut n = 0;
+    while n < more.len()
+        && next + npages + gap <= PAGES_PER_CHUNK
+        && count_set(&cr.free_bits, next, npages + gap) == npages + gap
+    {
+        // Pages that hold no memory while free ones that do are left: the placement would
+        // have taken those.
+        let held = count_set(&cr.dirty_bits, next, npages);
+        if held < npages && ph.dirty_free + ph.lazy_free >= npages {
+            break;
+        }
+        more[n] = take_one(ph, chunk, next, npages);
+        n += 1;
+        next += npages + gap;
+    }
+    n
 }
 
 /// Takes the free run of `npages` pages at page `first` of `chunk` off the free pages, and sets

@@ -13,6 +13,18 @@
 //! first wherever they are, so a home costs no resident memory. Medium objects, the shared
 //! heap and heaps that made only a few spans (see `heap/reserve.rs`) have no home and take
 //! pages wherever they are.
+//!
+//! **Spacing.** A span's run taken from fresh pages has a free page before it and after it
+//! (one page between two such runs). Side by side, 64 KiB spans start 64 KiB apart: at one of
+//! two places of the 128 KiB period of a 2 MiB, 16-way L2 cache's sets, so that the lines at
+//! the same offset of every span of a thread (its spans' starts, where blocks are handed out
+//! first) compete for the same sets. A page apart (72 KiB), they start at all sixteen places.
+//! C `larson` on two threads took 0.19 s of CPU time spaced against 0.22 side by side (mimalloc
+//! 0.18), and spans 128 KiB apart gained nothing: the place in the period counts, not the free
+//! page itself (`bench/RESULTS.md`). The free page holds no memory, and it can serve no span:
+//! it joins its neighbours' pages when they go back. Runs on pages that hold memory are taken
+//! where they are (they keep the spacing of the spans that held them), and medium objects'
+//! runs are not spaced. When the OS refuses a new chunk, runs are taken without the spacing.
 
 use core::cell::Cell;
 use core::ptr;
@@ -98,7 +110,12 @@ fn open_to(c: &Chunk, home: Option<&Home>) -> bool {
 /// a new chunk, calls `release` once (it gives memory back elsewhere, the cache of freed huge
 /// mappings, and says how much) and tries again. Returns `None` when the OS refuses more memory.
 pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -> Option<PageRun> {
-    alloc_runs(npages, align, release, &mut [], None).map(|(run, _)| run)
+    alloc_runs(npages, align, release, &mut [], None, false).map(|(run, _)| run)
+}
+
+/// As [`alloc_pages`] (alignment 1) for a span's run: spaced (see [`alloc_runs`]).
+pub(crate) fn alloc_span_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
+    alloc_runs(npages, 1, release, &mut [], None, true).map(|(run, _)| run)
 }
 
 /// As [`alloc_pages`], and then, under the same lock, up to `more.len()` further runs of
@@ -107,22 +124,26 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
 /// free pages that do are fewer than a run). Returns the first run and how many went to `more`.
 /// A thread takes its spans' pages this way a few at a time (`heap/reserve.rs`): one lock and
 /// one search instead of one each. With a `home`, its chunk is searched first, and the chunk
-/// the run comes from becomes its home if no other heap claims it.
+/// the run comes from becomes its home if no other heap claims it. `spaced` (a span's runs):
+/// runs from fresh pages have a free page before and after them (see the module docs), and the
+/// runs in `more` a free page after each.
 pub(crate) fn alloc_runs(
     npages: usize,
     align: usize,
     release: fn() -> usize,
     more: &mut [PageRun],
     home: Option<&Home>,
+    spaced: bool,
 ) -> Option<(PageRun, usize)> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
+    let mut gap = spaced as usize;
     debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
     debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
     let mut ph = PAGE_HEAP.lock();
     // Pages that hold memory, and the home's fresh pages: out of line, so that the path to a
     // new chunk below keeps a small frame in a build without optimisation.
-    if let Some((chunk, first)) = before_fresh(&ph, npages, align, home) {
-        return Some(settle_and_take(ph, chunk, first, npages, more, home));
+    if let Some((chunk, first)) = before_fresh(&ph, npages, align, home, gap) {
+        return Some(settle_and_take(ph, chunk, first, npages, more, home, gap));
     }
     // Fresh pages: next fit, from the chunk the last search found room in round the list and
     // back to it (every chunk is looked at before a new one is mapped). From the head each
@@ -141,8 +162,8 @@ pub(crate) fn alloc_runs(
         while !c.is_null() {
             // SAFETY: every chunk on the list is a live header, protected by the lock.
             let cr = unsafe { &*c };
-            if cr.free_pages.get() >= npages && (claimed_too || open_to(cr, home)) {
-                if let Some(first) = find_run(cr, npages, false, align) {
+            if claimed_too || open_to(cr, home) {
+                if let Some(first) = find_fresh(cr, npages, align, gap) {
                     break 'search (c, first);
                 }
             }
@@ -160,6 +181,11 @@ pub(crate) fn alloc_runs(
                 claimed_too = true;
                 continue;
             }
+            if gap > 0 {
+                // And room without the free page after the run.
+                gap = 0;
+                continue;
+            }
             // The OS refused a chunk: give back the freed huge mappings kept for reuse
             // (outside our lock, see `large::release_cache`) and look once more.
             drop(ph);
@@ -174,11 +200,11 @@ pub(crate) fn alloc_runs(
         unsafe { (*nc).next.set(ph.chunks) };
         ph.chunks = nc;
         // SAFETY: as above.
-        let first = find_run(unsafe { &*nc }, npages, false, align).expect("fresh chunk has room");
+        let first = find_fresh(unsafe { &*nc }, npages, align, gap).expect("room");
         break (nc, first);
     };
     ph.rover = chunk;
-    Some(settle_and_take(ph, chunk, first, npages, more, home))
+    Some(settle_and_take(ph, chunk, first, npages, more, home, gap))
 }
 
 /// The runs [`alloc_runs`] takes before fresh pages outside the home: the home's pages that
@@ -192,6 +218,7 @@ fn before_fresh(
     npages: usize,
     align: usize,
     home: Option<&Home>,
+    gap: usize,
 ) -> Option<(*mut Chunk, usize)> {
     let home_chunk = home.map_or(ptr::null_mut(), |h| h.chunk.get());
     let resident = ph.dirty_free + ph.lazy_free >= npages;
@@ -233,11 +260,24 @@ fn before_fresh(
         }
     }
     if !home_chunk.is_null() {
-        if let Some(first) = fits(home_chunk, false) {
+        // SAFETY: as above.
+        if let Some(first) = find_fresh(unsafe { &*home_chunk }, npages, align, gap) {
             return Some((home_chunk, first));
         }
     }
     None
+}
+
+/// The first page of a run of `npages` free pages in `c` starting at a multiple of `align`
+/// pages, with `gap` free pages (0 or 1) before it and after it: spaced runs (see the module
+/// docs) share the free page between them.
+fn find_fresh(c: &Chunk, npages: usize, align: usize, gap: usize) -> Option<usize> {
+    debug_assert!(gap == 0 || align == 1);
+    if c.free_pages.get() < npages + 2 * gap {
+        return None;
+    }
+    let first = bits::find_run(|w| c.free_bits[w].get(), npages + 2 * gap, align)?;
+    Some(first + gap)
 }
 
 /// Homes at most: twice the CPUs the process may run on, 4 at least. Only threads that run at
@@ -262,11 +302,12 @@ fn settle_and_take(
     npages: usize,
     more: &mut [PageRun],
     home: Option<&Home>,
+    gap: usize,
 ) -> (PageRun, usize) {
     if let Some(h) = home {
         h.settle(&mut ph, chunk, npages);
     }
-    take_runs(ph, chunk, first, npages, more)
+    take_runs(ph, chunk, first, npages, more, gap)
 }
 
 /// Chunks searched at most for [`most_resident_run`] (those with free pages that hold memory).

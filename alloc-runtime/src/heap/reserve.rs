@@ -3,7 +3,8 @@
 //! A refill that finds no span to reuse takes a new one from the page heap, behind its one lock
 //! and a search of its chunks' bitmaps. It takes a few at a time instead: the run the page
 //! heap's placement picks, and up to [`RUNS_PER_TAKE`]` - 1` free runs of the same length right
-//! behind it (`chunk::alloc_runs`), under the same lock, after the same search. The others wait
+//! behind it, a free page apart (`chunk::alloc_runs`; spans are spaced, see `chunk/place.rs`),
+//! under the same lock, after the same search. The others wait
 //! here, on this heap, for the next new span of any class whose spans are that long; the next
 //! refill that needs one takes it without the lock.
 //!
@@ -48,7 +49,7 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
     let made = h.new_spans.get();
     if made < RESERVE_AFTER {
         h.new_spans.set(made + 1);
-        return chunk::alloc_pages(npages, 1, crate::large::release_cache);
+        return chunk::alloc_span_pages(npages, crate::large::release_cache);
     }
     let mut prev: *mut Span = ptr::null_mut();
     let mut cur = h.reserve.get();
@@ -84,6 +85,7 @@ pub(super) fn take(h: &Heap, npages: usize) -> Option<PageRun> {
         crate::large::release_cache,
         &mut more[..room],
         home(h),
+        true,
     ) else {
         // Out of memory: the runs held here for other lengths go back, and the page heap is
         // asked once more.
