@@ -1,6 +1,6 @@
-//! A thread's spans taken from fresh pages lie a free page apart (`chunk/place.rs`): side by
-//! side, 64 KiB spans start at only two places of a 128 KiB period, where the lines of every
-//! span at the same offset share the cache's sets; a page apart, they start at all sixteen.
+//! A thread's 64 KiB spans taken from fresh pages lie a free page apart (`chunk/place.rs`):
+//! side by side, they start at only two places of a 128 KiB period (the sets of a 2 MiB,
+//! 16-way L2 cache); a page apart, at all sixteen. Longer spans lie side by side.
 //!
 //! One test in this file, so that no other test thread takes spans meanwhile.
 
@@ -55,4 +55,29 @@ fn spans_from_fresh_pages_are_a_page_apart() {
     for (round, blocks) in blocks.chunks(PER_SPAN).enumerate() {
         assert!(blocks.iter().all(|b| b.iter().all(|&x| x == round as u8)));
     }
+
+    // Longer spans (8 KiB blocks, 16 to a 128 KiB span) are not spaced: side by side.
+    const BIG: usize = 8 << 10;
+    const BIG_PER_SPAN: usize = 16;
+    let big: Vec<Box<[u8; BIG]>> = (0..ROUNDS * BIG_PER_SPAN)
+        .map(|i| Box::new([i as u8; BIG]))
+        .collect();
+    let mut big_starts = BTreeSet::new();
+    for round in big.chunks(BIG_PER_SPAN) {
+        let lo = round.iter().map(|b| b.as_ptr() as usize).min().unwrap();
+        let hi = round.iter().map(|b| b.as_ptr() as usize).max().unwrap();
+        if hi - lo == (BIG_PER_SPAN - 1) * BIG {
+            big_starts.insert(lo);
+        }
+    }
+    let side_by_side = big_starts
+        .iter()
+        .filter(|&&s| big_starts.contains(&(s + BIG_PER_SPAN * BIG)))
+        .count();
+    assert!(
+        side_by_side >= ROUNDS / 2,
+        "{side_by_side} of {} longer spans right after another",
+        big_starts.len()
+    );
+    assert!(big.iter().enumerate().all(|(i, b)| b[BIG - 1] == i as u8));
 }

@@ -14,20 +14,25 @@
 //! heap and heaps that made only a few spans (see `heap/reserve.rs`) have no home and take
 //! pages wherever they are.
 //!
-//! **Spacing.** A span's run taken from fresh pages has a free page before it and after it
-//! (one page between two such runs). Side by side, 64 KiB spans start 64 KiB apart: at one of
-//! two places of the 128 KiB period of a 2 MiB, 16-way L2 cache's sets, so that the lines at
-//! the same offset of every span of a thread (its spans' starts, where blocks are handed out
-//! first) compete for the same sets. A page apart (72 KiB), they start at all sixteen places.
-//! C `larson` on two threads took 0.19 s of CPU time spaced against 0.22 side by side (mimalloc
-//! 0.18), and spans 128 KiB apart gained nothing: the place in the period counts, not the free
-//! page itself (`bench/RESULTS.md`). The free page holds no memory, and it can serve no span:
-//! it joins its neighbours' pages when they go back. Runs on pages that hold memory are taken
-//! where they are (they keep the spacing of the spans that held them), and medium objects'
-//! runs are not spaced. When the OS refuses a new chunk, runs are taken without the spacing.
+//! **Spacing.** The run of a 64 KiB span (those of the classes of 8 B to 4 KiB but 3,072 and 3,456
+//! B) taken from fresh pages has a free page before it and after it (one page between two such
+//! runs). Side by side, 64 KiB spans start 64 KiB apart: at two of the sixteen places of a 128 KiB
+//! period (the sets of a 2 MiB, 16-way L2 cache), and their descriptors in neighbouring header
+//! slots. A page apart (72 KiB), they start at all sixteen, and consecutive spans' descriptors fall
+//! in different groups of slots (`slot.rs`). C `larson` on two threads took 0.18 s of CPU time
+//! spaced against 0.21 side by side; spans 128 KiB apart gained nothing, and spans 72 KiB apart
+//! with neighbouring descriptors were slower than side by side on two of the four larson programs
+//! (`bench/RESULTS.md`). What in the hardware does it is not known: the VM has no counters. The
+//! free page holds no memory, and no span fits it: it joins its neighbours' pages when they go
+//! back. Runs on pages that hold memory are taken where they are (they keep the spacing of the
+//! spans that held them). The 4-byte class's one-page spans, longer spans and medium objects' runs
+//! are not spaced: with longer spans spaced too, C `reallocbuf` peaked 7 % higher, and no program
+//! gained. When the OS refuses a new chunk, runs are taken without the spacing.
 
 use core::cell::Cell;
 use core::ptr;
+
+use crate::size_class::{PAGE_SIZE, SPAN_MIN_BYTES};
 
 use super::{
     bits, find_run, new_chunk, take_runs, Chunk, PageHeap, PageRun, MAX_ALIGN_PAGES, PAGE_HEAP,
@@ -113,7 +118,7 @@ pub(crate) fn alloc_pages(npages: usize, align: usize, release: fn() -> usize) -
     alloc_runs(npages, align, release, &mut [], None, false).map(|(run, _)| run)
 }
 
-/// As [`alloc_pages`] (alignment 1) for a span's run: spaced (see [`alloc_runs`]).
+/// As [`alloc_pages`] (alignment 1) for a span's run (spaced, see [`alloc_runs`]).
 pub(crate) fn alloc_span_pages(npages: usize, release: fn() -> usize) -> Option<PageRun> {
     alloc_runs(npages, 1, release, &mut [], None, true).map(|(run, _)| run)
 }
@@ -124,19 +129,20 @@ pub(crate) fn alloc_span_pages(npages: usize, release: fn() -> usize) -> Option<
 /// free pages that do are fewer than a run). Returns the first run and how many went to `more`.
 /// A thread takes its spans' pages this way a few at a time (`heap/reserve.rs`): one lock and
 /// one search instead of one each. With a `home`, its chunk is searched first, and the chunk
-/// the run comes from becomes its home if no other heap claims it. `spaced` (a span's runs):
-/// runs from fresh pages have a free page before and after them (see the module docs), and the
-/// runs in `more` a free page after each.
+/// the run comes from becomes its home if no other heap claims it. `span`: the runs are for
+/// spans, and those of 64 KiB spans are spaced: from fresh pages, with a free
+/// page before and after the run (see the module docs), and a free page after each run in
+/// `more`.
 pub(crate) fn alloc_runs(
     npages: usize,
     align: usize,
     release: fn() -> usize,
     more: &mut [PageRun],
     home: Option<&Home>,
-    spaced: bool,
+    span: bool,
 ) -> Option<(PageRun, usize)> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
-    let mut gap = spaced as usize;
+    let mut gap = (span && npages * PAGE_SIZE == SPAN_MIN_BYTES) as usize;
     debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
     debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
     let mut ph = PAGE_HEAP.lock();

@@ -3,7 +3,13 @@
 //! descriptors in use would sit a kilobyte apart, four to a 4 KiB page of the header, and each
 //! new thread's few spans would write as many header pages. Slots group the pages by their
 //! residue modulo [`GROUP`], so that spans that follow one another in a chunk have descriptors
-//! that follow one another too: 32 to a page of the header.
+//! that follow one another too: 32 to a page of the header. Spans taken from fresh pages lie a
+//! page apart (`place.rs`), so their residues cycle through the eight groups: a thread's first
+//! eight such spans in a chunk write eight pages of descriptors, and the next ones fill them.
+//! Grouping by the residue modulo nine instead (neighbouring descriptors for spaced spans)
+//! took the faults back to those of spans side by side, but C `larson` gained less from the
+//! spacing, and `larsonpool` and `larsonsized` took more time than side by side
+//! (`bench/RESULTS.md`).
 
 use super::PAGES_PER_CHUNK;
 use crate::size_class::{PAGE_SIZE, SPAN_MIN_BYTES};
