@@ -14,20 +14,21 @@
 //! heap and heaps that made only a few spans (see `heap/reserve.rs`) have no home and take
 //! pages wherever they are.
 //!
-//! **Spacing.** The run of a 64 KiB span (those of the classes of 8 B to 4 KiB but 3,072 and 3,456
-//! B) taken from fresh pages has a free page before it and after it (one page between two such
-//! runs). Side by side, 64 KiB spans start 64 KiB apart: at two of the sixteen places of a 128 KiB
-//! period (the sets of a 2 MiB, 16-way L2 cache), and their descriptors in neighbouring header
-//! slots. A page apart (72 KiB), they start at all sixteen, and consecutive spans' descriptors fall
-//! in different groups of slots (`slot.rs`). C `larson` on two threads took 0.18 s of CPU time
-//! spaced against 0.21 side by side; spans 128 KiB apart gained nothing, and spans 72 KiB apart
-//! with neighbouring descriptors were slower than side by side on two of the four larson programs
-//! (`bench/RESULTS.md`). What in the hardware does it is not known: the VM has no counters. The
-//! free page holds no memory, and no span fits it: it joins its neighbours' pages when they go
-//! back. Runs on pages that hold memory are taken where they are (they keep the spacing of the
-//! spans that held them). The 4-byte class's one-page spans, longer spans and medium objects' runs
-//! are not spaced: with longer spans spaced too, C `reallocbuf` peaked 7 % higher, and no program
-//! gained. When the OS refuses a new chunk, runs are taken without the spacing.
+//! **Spacing.** The run of a 64 KiB span (those of the classes of 8 B to 4 KiB but 3,072 and
+//! 3,456 B) taken from fresh pages has a free page before it and after it (one page between two
+//! such runs). Side by side, 64 KiB spans start 64 KiB apart: at two of the sixteen places of a
+//! 128 KiB period (the sets of a 2 MiB, 16-way L2 cache), and their descriptors in neighbouring
+//! header slots. A page apart (72 KiB), they start at all sixteen, and consecutive spans'
+//! descriptors fall in different groups of slots (`slot.rs`). C `larson` on two threads took
+//! 0.18 s of CPU time spaced against 0.21 side by side; spans 128 KiB apart gained nothing, and
+//! spans 72 KiB apart with neighbouring descriptors were slower than side by side on two of the
+//! four larson programs (`bench/RESULTS.md`). What in the hardware does it is not known: the VM
+//! has no counters. The free page holds no memory, and no span fits it: it joins its
+//! neighbours' pages when they go back. Runs on pages that hold memory are taken where they are
+//! (they keep the spacing of the spans that held them). The 4-byte class's one-page spans,
+//! longer spans and medium objects' runs are not spaced: with longer spans spaced too, C
+//! `reallocbuf` peaked 7 % higher, and no program gained. When the OS refuses a new chunk, runs
+//! are taken without the spacing.
 
 use core::cell::Cell;
 use core::ptr;
@@ -130,9 +131,8 @@ pub(crate) fn alloc_span_pages(npages: usize, release: fn() -> usize) -> Option<
 /// A thread takes its spans' pages this way a few at a time (`heap/reserve.rs`): one lock and
 /// one search instead of one each. With a `home`, its chunk is searched first, and the chunk
 /// the run comes from becomes its home if no other heap claims it. `span`: the runs are for
-/// spans, and those of 64 KiB spans are spaced: from fresh pages, with a free
-/// page before and after the run (see the module docs), and a free page after each run in
-/// `more`.
+/// spans, and those of 64 KiB spans are spaced: from fresh pages, with a free page before and
+/// after the run (see the module docs), and a free page after each run in `more`.
 pub(crate) fn alloc_runs(
     npages: usize,
     align: usize,
@@ -142,9 +142,9 @@ pub(crate) fn alloc_runs(
     span: bool,
 ) -> Option<(PageRun, usize)> {
     debug_assert!((1..=USABLE_PAGES).contains(&npages));
-    let mut gap = (span && npages * PAGE_SIZE == SPAN_MIN_BYTES) as usize;
     debug_assert!(align.is_power_of_two() && align <= MAX_ALIGN_PAGES);
     debug_assert!(align == 1 || npages <= MAX_ALIGN_PAGES);
+    let mut gap = (span && npages * PAGE_SIZE == SPAN_MIN_BYTES) as usize;
     let mut ph = PAGE_HEAP.lock();
     // Pages that hold memory, and the home's fresh pages: out of line, so that the path to a
     // new chunk below keeps a small frame in a build without optimisation.
@@ -206,7 +206,7 @@ pub(crate) fn alloc_runs(
         unsafe { (*nc).next.set(ph.chunks) };
         ph.chunks = nc;
         // SAFETY: as above.
-        let first = find_fresh(unsafe { &*nc }, npages, align, gap).expect("room");
+        let first = find_fresh(unsafe { &*nc }, npages, align, gap).expect("fresh chunk has room");
         break (nc, first);
     };
     ph.rover = chunk;
