@@ -19,6 +19,10 @@
 //!   slack of 8 MiB or half the pages in use, whichever is more. Past it, free pages go back
 //!   with `MADV_DONTNEED` at once, lazy ones first.
 //!
+//! The chunk headers' pages of span descriptors follow a clock of their own (`chunk/decay.rs`):
+//! once a second, a page that held no run's descriptor then and a second before goes back with
+//! `MADV_DONTNEED`, and `collect()` returns every such page at once.
+//!
 //! So a program that builds and drops a large structure and builds it again reuses the same
 //! resident pages (no fault, no system call), and a program whose heap shrank for good gives the
 //! memory back within one or two decommit periods of page-heap activity. By default there is no

@@ -6,8 +6,8 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
-    clear_all, count_set, retain_limit, set_range, Chunk, PageHeap, HEADER_PAGES, MS,
-    PAGES_PER_CHUNK, PAGE_HEAP, RETURNED_BYTES,
+    clear_all, count_set, retain_limit, set_range, slot, Chunk, PageHeap, DESC_PER_PAGE,
+    HEADER_PAGES, MS, PAGES_PER_CHUNK, PAGE_HEAP, RETURNED_BYTES,
 };
 use crate::os;
 use crate::policy::policy;
@@ -127,6 +127,55 @@ pub(super) fn maintain(ph: &mut PageHeap) {
         ph.misfit_cur = 0;
         ph.next_decommit = decommit_at;
     }
+    // Once a second: the headers' descriptor pages that stayed unused since the last time.
+    if now >= ph.next_descriptors {
+        if ph.next_descriptors != 0 {
+            return_descriptors(ph, false);
+        }
+        ph.next_descriptors = now.saturating_add(DESCRIPTORS_PERIOD_NS);
+    }
+}
+
+/// How often the page heap looks for unused descriptor pages ([`return_descriptors`]).
+const DESCRIPTORS_PERIOD_NS: u64 = 1_000 * MS;
+
+/// Gives back the chunk headers' OS pages of descriptors (`slot.rs`) that hold no run's
+/// descriptor: those that also held none when this last ran (all of them, `at_once`, for
+/// `collect()`), so that a page whose slots come and go is not faulted in again and again. A
+/// chunk whose spans went back keeps no header pages for their descriptors. A free run's
+/// descriptor is never read or written (the page map sends nothing to it) until the page heap
+/// hands its slot out again, under its lock, so its bytes may read zero, which is a free
+/// descriptor; the next run that takes a slot of the page faults it in again.
+fn return_descriptors(ph: &PageHeap, at_once: bool) {
+    if os::pages_locked() {
+        return;
+    }
+    for_each_chunk(ph, |cr| {
+        let mut written = cr.desc_written.get();
+        let mut idle = 0;
+        while written != 0 {
+            let k = written.trailing_zeros() as usize;
+            written &= written - 1;
+            let from = k * DESC_PER_PAGE;
+            let in_use = slot::slot_pages(from, DESC_PER_PAGE)
+                .any(|p| core::ptr::eq(cr.page_span[p].get(), &cr.spans[slot::slot(p)]));
+            if in_use {
+                continue;
+            }
+            if !at_once && cr.desc_idle.get() & 1 << k == 0 {
+                idle |= 1 << k;
+                continue;
+            }
+            let page = &cr.spans[from..from + DESC_PER_PAGE];
+            // SAFETY: a whole OS page of a live chunk's header (asserted in `mod.rs`) holding
+            // only descriptors no run uses, which nothing touches until the page heap hands one
+            // out again under the lock our caller holds.
+            if unsafe { os::decommit(page.as_ptr() as *mut u8, os::OS_PAGE) } {
+                cr.desc_written.set(cr.desc_written.get() & !(1 << k));
+            }
+        }
+        cr.desc_idle.set(idle);
+    });
 }
 
 fn for_each_chunk(ph: &PageHeap, mut f: impl FnMut(&Chunk)) {
@@ -251,5 +300,6 @@ pub(crate) fn return_free_pages() {
         |c, w| c.free_bits[w].get() & c.dirty_bits[w].get(),
         |ph| ph.dirty_free + ph.lazy_free == 0,
     );
+    return_descriptors(&ph, true);
     ph.publish();
 }

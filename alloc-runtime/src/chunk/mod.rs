@@ -68,7 +68,22 @@ pub(crate) struct Chunk {
     /// The [`Home`] of the heap whose new spans this chunk serves first, and no other heap's
     /// while it can be helped (`place.rs`); 0: none (protected by the page-heap lock).
     claim: Cell<usize>,
+    /// Bit `k`: a descriptor in the `k`-th OS page of [`Chunk::spans`] was handed out since
+    /// that page was last given back (protected by the page-heap lock; see
+    /// `decay::return_descriptors`).
+    desc_written: Cell<u16>,
+    /// Bit `k`: the `k`-th OS page of [`Chunk::spans`] held no run's descriptor when the page
+    /// heap last looked (protected by the page-heap lock).
+    desc_idle: Cell<u16>,
 }
+
+/// Descriptors per OS page.
+const DESC_PER_PAGE: usize = os::OS_PAGE / core::mem::size_of::<Span>();
+// The descriptors' OS pages hold descriptors only, each page's of one slot group, and a bit of
+// `desc_written` each, so that a page no run's descriptor is in can go back to the OS.
+const _: () = assert!(core::mem::offset_of!(Chunk, spans).is_multiple_of(os::OS_PAGE));
+const _: () = assert!(slot::GROUP_SLOTS.is_multiple_of(DESC_PER_PAGE));
+const _: () = assert!(PAGES_PER_CHUNK / DESC_PER_PAGE <= 16);
 
 /// Pages taken by the chunk header.
 pub(crate) const HEADER_PAGES: usize = core::mem::size_of::<Chunk>().div_ceil(PAGE_SIZE);
@@ -110,6 +125,9 @@ struct PageHeap {
     /// stayed lazy for a whole decommit period go back with `MADV_DONTNEED` then, and the
     /// window of the recent peak moves on.
     next_decommit: u64,
+    /// When the headers' unused descriptor pages are next looked at (monotonic ns; 0 until
+    /// first armed; see `decay::return_descriptors`).
+    next_descriptors: u64,
     /// Highest `in_use` of the current decommit window.
     peak_cur: usize,
     /// Highest `in_use` of the previous decommit window.
@@ -155,6 +173,7 @@ static PAGE_HEAP: SpinLock<PageHeap> = SpinLock::new(PageHeap {
     lazy_free: 0,
     next_purge: 0,
     next_decommit: 0,
+    next_descriptors: 0,
     peak_cur: 0,
     peak_prev: 0,
     misfit_cur: 0,
@@ -352,7 +371,10 @@ fn take_one(ph: &mut PageHeap, chunk: *mut Chunk, first: usize, npages: usize) -
         ph.misfit_cur += npages - held;
     }
     let zero = held == 0;
-    let span = &cr.spans[slot::slot(first)] as *const Span as *mut Span;
+    let slot = slot::slot(first);
+    cr.desc_written
+        .set(cr.desc_written.get() | 1 << (slot / DESC_PER_PAGE));
+    let span = &cr.spans[slot] as *const Span as *mut Span;
     for p in first..first + npages {
         cr.page_span[p].set(span);
     }

@@ -19,11 +19,21 @@ const GROUP: usize = SPAN_MIN_BYTES / PAGE_SIZE;
 
 const _: () = assert!(PAGES_PER_CHUNK.is_multiple_of(GROUP));
 
+/// Slots per group (one per residue).
+pub(super) const GROUP_SLOTS: usize = PAGES_PER_CHUNK / GROUP;
+
 /// The header slot of the descriptor of a run that starts at page `first` of its chunk: a
 /// permutation of the pages.
 #[inline]
 pub(super) const fn slot(first: usize) -> usize {
-    (first % GROUP) * (PAGES_PER_CHUNK / GROUP) + first / GROUP
+    (first % GROUP) * GROUP_SLOTS + first / GROUP
+}
+
+/// The pages whose runs' descriptors lie in slots `[from, from + n)` of one group.
+pub(super) fn slot_pages(from: usize, n: usize) -> impl Iterator<Item = usize> {
+    debug_assert!(from % GROUP_SLOTS + n <= GROUP_SLOTS);
+    let (g, q) = (from / GROUP_SLOTS, from % GROUP_SLOTS);
+    (q..q + n).map(move |q| q * GROUP + g)
 }
 
 #[cfg(test)]
@@ -38,6 +48,15 @@ mod tests {
             assert!(s < PAGES_PER_CHUNK, "page {p}: slot {s}");
             assert!(!seen[s], "page {p}: slot {s} taken twice");
             seen[s] = true;
+        }
+    }
+
+    #[test]
+    fn slot_pages_are_the_pages_of_those_slots() {
+        for from in (0..PAGES_PER_CHUNK).step_by(8) {
+            let slots: Vec<usize> = slot_pages(from, 8).map(slot).collect();
+            let want: Vec<usize> = (from..from + 8).collect();
+            assert_eq!(slots, want, "slots from {from}");
         }
     }
 
