@@ -140,22 +140,26 @@ pub(super) fn maintain(ph: &mut PageHeap) {
 const DESCRIPTORS_PERIOD_NS: u64 = 1_000 * MS;
 
 /// Gives back the chunk headers' OS pages of descriptors (`slot.rs`) that hold no run's
-/// descriptor: those that also held none when this last ran (all of them, `at_once`, for
-/// `collect()`), so that a page whose slots come and go is not faulted in again and again. A
-/// chunk whose spans went back keeps no header pages for their descriptors. A free run's
-/// descriptor is never read or written (the page map sends nothing to it) until the page heap
-/// hands its slot out again, under its lock, so its bytes may read zero, which is a free
-/// descriptor; the next run that takes a slot of the page faults it in again.
+/// descriptor: those that also held none when this last ran, with none handed out since (all of
+/// them, `at_once`, for `collect()`), so that a page whose slots come and go is not faulted in
+/// again and again. A chunk whose spans went back keeps no header pages for their descriptors.
+/// Only pages a run's descriptor left since the last look, and idle ones, are looked at.
+///
+/// A released run's descriptor is written by nobody until the page heap hands its slot out
+/// again, under its lock, and read only by its last owner's slow paths that wake after the
+/// trimmer released the span (`heap/slow.rs`: they compare its `owner` with their heap, and 0
+/// matches none). So its bytes may read zero, a free descriptor's state; the next run that takes
+/// a slot of the page faults it in again.
 fn return_descriptors(ph: &PageHeap, at_once: bool) {
     if os::pages_locked() {
         return;
     }
     for_each_chunk(ph, |cr| {
-        let mut written = cr.desc_written.get();
+        let mut look = cr.desc_written.get() & (cr.desc_freed.get() | cr.desc_idle.get());
         let mut idle = 0;
-        while written != 0 {
-            let k = written.trailing_zeros() as usize;
-            written &= written - 1;
+        while look != 0 {
+            let k = look.trailing_zeros() as usize;
+            look &= look - 1;
             let from = k * DESC_PER_PAGE;
             let in_use = slot::slot_pages(from, DESC_PER_PAGE)
                 .any(|p| core::ptr::eq(cr.page_span[p].get(), &cr.spans[slot::slot(p)]));
@@ -168,13 +172,16 @@ fn return_descriptors(ph: &PageHeap, at_once: bool) {
             }
             let page = &cr.spans[from..from + DESC_PER_PAGE];
             // SAFETY: a whole OS page of a live chunk's header (asserted in `mod.rs`) holding
-            // only descriptors no run uses, which nothing touches until the page heap hands one
-            // out again under the lock our caller holds.
+            // only descriptors of no run, which nothing writes until the page heap hands one out
+            // again under the lock our caller holds (see above for the reads).
             if unsafe { os::decommit(page.as_ptr() as *mut u8, os::OS_PAGE) } {
                 cr.desc_written.set(cr.desc_written.get() & !(1 << k));
+            } else {
+                idle |= 1 << k;
             }
         }
         cr.desc_idle.set(idle);
+        cr.desc_freed.set(0);
     });
 }
 

@@ -73,8 +73,12 @@ pub(crate) struct Chunk {
     /// `decay::return_descriptors`).
     desc_written: Cell<u16>,
     /// Bit `k`: the `k`-th OS page of [`Chunk::spans`] held no run's descriptor when the page
-    /// heap last looked (protected by the page-heap lock).
+    /// heap last looked, and none was handed out since (protected by the page-heap lock).
     desc_idle: Cell<u16>,
+    /// Bit `k`: a run whose descriptor is in the `k`-th OS page of [`Chunk::spans`] went back
+    /// since the page heap last looked (protected by the page-heap lock): only such pages and
+    /// idle ones can have become unused.
+    desc_freed: Cell<u16>,
 }
 
 /// Descriptors per OS page.
@@ -372,8 +376,9 @@ fn take_one(ph: &mut PageHeap, chunk: *mut Chunk, first: usize, npages: usize) -
     }
     let zero = held == 0;
     let slot = slot::slot(first);
-    cr.desc_written
-        .set(cr.desc_written.get() | 1 << (slot / DESC_PER_PAGE));
+    let page = 1 << (slot / DESC_PER_PAGE);
+    cr.desc_written.set(cr.desc_written.get() | page);
+    cr.desc_idle.set(cr.desc_idle.get() & !page);
     let span = &cr.spans[slot] as *const Span as *mut Span;
     for p in first..first + npages {
         cr.page_span[p].set(span);
@@ -457,6 +462,8 @@ unsafe fn give_back(span: *mut Span, clean: bool) {
     // SAFETY: the chunk header is live; the lock protects its bitmaps.
     let cr = unsafe { &*chunk };
     debug_assert!(all_clear(&cr.free_bits, first, n), "double free of pages");
+    cr.desc_freed
+        .set(cr.desc_freed.get() | 1 << (slot::slot(first) / DESC_PER_PAGE));
     for p in first..first + n {
         cr.page_span[p].set(ptr::null_mut());
     }
